@@ -1,0 +1,116 @@
+"""Build the policy prompt q of paper eq. 5 from the problem, the parent and its ancestors.
+
+The prompt holds the problem p, the parent's code with its reward R and feedback F, and up to
+n-1 ancestors, each shown as the diff it led to plus its R and F. It is rendered with the
+model's chat template, and a token budget is enforced: oldest ancestors go first, then the
+parent's feedback is shortened, then the program's middle. Whatever was dropped is recorded.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Protocol
+
+SYSTEM_PROMPT = (
+    "You are an expert software developer tasked with iteratively improving a codebase.\n"
+    "Your job is to analyze the current program and suggest improvements based on feedback from previous attempts.\n"
+    "Focus on making targeted changes that will increase the program's performance metrics.\n"
+    "Respond in the following format: <think>\n...\n</think>\n<answer>\n...\n</answer>."
+)
+
+CONTRACT = """## Task
+Suggest improvements to the program that will lead to better performance on the specified metrics.
+
+You MUST use the exact SEARCH/REPLACE diff format shown below inside <answer> to indicate changes:
+
+<<<<<<< SEARCH
+# Original code to find and replace (must match exactly)
+=======
+# New replacement code
+>>>>>>> REPLACE
+
+You can suggest multiple changes. Each SEARCH section must exactly match code in the current program.
+Make sure your program still contains the {entry}() function and returns the same kind of result.
+If your program runs longer than {timeout:g} seconds it receives 0 reward."""
+
+
+class Candidate(Protocol):
+    """What a prompt needs from a solution (population.archive.Solution satisfies it)."""
+
+    code: str
+    reward: float
+    valid: bool
+    feedback: str
+
+
+@dataclass(frozen=True)
+class Prompt:
+    text: str  # chat-templated, ready to tokenize
+    token_ids: list[int]
+    parent_id: int | None
+    dropped: list[str] = field(default_factory=list)  # what the budget removed, for the run log
+
+
+def _status(sol: Candidate, limit: int | None = None) -> str:
+    feedback = sol.feedback.strip() or "(none)"
+    if limit is not None and len(feedback) > limit:
+        feedback = feedback[:limit] + " ...(truncated)"
+    state = "valid" if sol.valid else "invalid"
+    return f"reward {sol.reward:.6g} ({state}). Feedback: {feedback}"
+
+
+def _diff(old: str, new: str) -> str:
+    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), "before", "after", n=2, lineterm="")
+    return "\n".join(lines) or "(no code change)"
+
+
+class PromptBuilder:
+    def __init__(self, tokenizer, description: str, entry_function: str, timeout_s: float,
+                 max_prompt_tokens: int, n_ancestors: int):
+        self.tokenizer = tokenizer
+        self.description = description.strip()
+        self.contract = CONTRACT.format(entry=entry_function, timeout=timeout_s)
+        self.max_prompt_tokens = max_prompt_tokens
+        self.n_ancestors = n_ancestors
+
+    def _render(self, parent: Candidate, ancestors: list[Candidate], feedback_limit: int | None, code: str) -> str:
+        parts = ["# Problem Description", self.description]
+        if ancestors:
+            parts.append("## Previous attempts in this lineage (oldest first)")
+            chain = list(reversed(ancestors)) + [parent]
+            for depth, (old, new) in enumerate(zip(chain, chain[1:]), start=1):
+                parts.append(f"### Attempt {depth}: {_status(old, 300)}\nChange it led to:\n```diff\n{_diff(old.code, new.code)}\n```")
+        parts.append(f"## Current Program\nStatus: {_status(parent, feedback_limit)}\n```python\n{code}\n```")
+        parts.append(self.contract)
+        messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def _tokens(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def build(self, parent: Candidate, ancestors: list[Candidate] = (), parent_id: int | None = None) -> Prompt:
+        """``ancestors`` is nearest first (parent's parent, ...), as Archive.ancestors returns them."""
+        ancestors = list(ancestors)[: self.n_ancestors]
+        dropped: list[str] = []
+        code = parent.code
+        feedback_limit: int | None = None
+        while True:
+            text = self._render(parent, ancestors, feedback_limit, code)
+            ids = self._tokens(text)
+            if len(ids) <= self.max_prompt_tokens:
+                return Prompt(text, ids, parent_id, dropped)
+            if ancestors:
+                ancestors.pop()  # the oldest one
+                dropped.append("oldest ancestor")
+            elif feedback_limit != 0:
+                feedback_limit = 100 if feedback_limit is None else 0
+                dropped.append("parent feedback shortened")
+            else:
+                lines = code.split("\n")
+                if len(lines) < 4:
+                    raise ValueError(f"prompt exceeds max_prompt_tokens={self.max_prompt_tokens} even with no program; raise the budget")
+                cut = min(len(lines) - 2, (len(ids) - self.max_prompt_tokens) // 8 + 2)  # ~8 tokens a line
+                start = max(1, len(lines) // 2 - cut // 2)
+                code = "\n".join(lines[:start] + ["# ... (lines omitted to fit the prompt budget)"] + lines[start + cut :])
+                dropped.append(f"{cut} program lines")

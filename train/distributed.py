@@ -1,0 +1,78 @@
+"""torchrun plumbing: who am I, and how ranks exchange Python objects and metrics.
+
+A single process (``python train/helix.py``) is world size 1 and never touches
+``torch.distributed``; under ``torchrun`` the process group uses gloo on CPU, nccl on GPU.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class DistInfo:
+    rank: int = 0
+    world: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world > 1
+
+
+def init_distributed() -> DistInfo:
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return DistInfo()
+    if not dist.is_initialized():
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        # Evaluation and embedding run on rank 0 while the others wait: allow a long barrier.
+        dist.init_process_group(backend=backend, timeout=timedelta(hours=2))
+    return DistInfo(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
+
+
+def broadcast(obj, info: DistInfo):
+    """Rank 0's ``obj`` on every rank."""
+    if not info.enabled:
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def gather(obj, info: DistInfo) -> list | None:
+    """Every rank's ``obj`` as a list on rank 0 (None elsewhere)."""
+    if not info.enabled:
+        return [obj]
+    out = [None] * info.world if info.is_main else None
+    dist.gather_object(obj, out, dst=0)
+    return out
+
+
+def all_reduce_sum(values: list[float], info: DistInfo) -> list[float]:
+    if not info.enabled:
+        return list(values)
+    t = torch.tensor(values, dtype=torch.float64)
+    dist.all_reduce(t)
+    return t.tolist()
+
+
+def shard(items: list, info: DistInfo) -> list:
+    """This rank's contiguous share of ``items`` (a prompt group never straddles two ranks)."""
+    per, extra = divmod(len(items), info.world)
+    start = info.rank * per + min(info.rank, extra)
+    return items[start : start + per + (1 if info.rank < extra else 0)]
+
+
+def shutdown(info: DistInfo) -> None:
+    if info.enabled and dist.is_initialized():
+        dist.destroy_process_group()

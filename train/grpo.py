@@ -1,0 +1,118 @@
+"""GRPO math (paper eq. 4), delegated to verl's ``core_algos`` registries.
+
+Pure tensors in, tensors out: no models, no distributed state. The config names verl's
+advantage estimator and policy-loss mode, so every variant verl registers (grpo, rloo,
+gspo, clip_cov, kl_cov, ...) is one config line away.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from verl.trainer.config import AlgoConfig  # noqa: E402
+from verl.trainer.ppo import core_algos  # noqa: E402
+from verl.workers.config import ActorConfig  # noqa: E402
+from verl.workers.config.actor import PolicyLossConfig  # noqa: E402
+
+
+def known_estimators() -> list[str]:
+    return sorted(str(getattr(k, "value", k)) for k in core_algos.ADV_ESTIMATOR_REGISTRY)
+
+
+def known_policy_losses() -> list[str]:
+    return sorted(core_algos.POLICY_LOSS_REGISTRY)
+
+
+def outcome_token_rewards(rewards: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
+    """Place each sequence's scalar reward on its last response token, as verl expects."""
+    token_rewards = torch.zeros_like(response_mask, dtype=torch.float32)
+    last = (response_mask.sum(-1) - 1).clamp(min=0).long()
+    token_rewards[torch.arange(len(rewards)), last] = rewards.float()
+    return token_rewards
+
+
+def compute_advantages(rewards: torch.Tensor, group_ids: np.ndarray, response_mask: torch.Tensor,
+                       estimator: str = "grpo", norm_by_std: bool = True) -> torch.Tensor:
+    """Group-relative advantages, one per token. A group whose G rewards are equal gets 0."""
+    token_rewards = outcome_token_rewards(rewards, response_mask)
+    fn = core_algos.get_adv_estimator_fn(estimator)
+    kwargs = dict(token_level_rewards=token_rewards, response_mask=response_mask.float(), index=np.asarray(group_ids, dtype=object))
+    if estimator == "grpo":
+        kwargs["norm_adv_by_std_in_grpo"] = norm_by_std
+    else:
+        kwargs["config"] = AlgoConfig(adv_estimator=estimator, norm_adv_by_std_in_grpo=norm_by_std)
+    advantages, _ = fn(**kwargs)
+    return advantages
+
+
+def zero_std_fraction(rewards: torch.Tensor, group_ids: np.ndarray) -> float:
+    """Fraction of groups whose rewards are all equal: they carry no GRPO signal."""
+    groups: dict = {}
+    for r, g in zip(rewards.tolist(), list(group_ids)):
+        groups.setdefault(g, []).append(r)
+    if not groups:
+        return 0.0
+    return sum(1 for rs in groups.values() if max(rs) - min(rs) < 1e-12) / len(groups)
+
+
+@dataclass(frozen=True)
+class LossSettings:
+    policy_loss: str = "vanilla"
+    clip_ratio_low: float = 0.2
+    clip_ratio_high: float = 0.2
+    loss_agg_mode: str = "token-mean"
+    kl_coef: float = 1e-3
+    kl_type: str = "low_var_kl"
+    entropy_coeff: float = 0.0
+    group_size: int = 16
+
+
+def actor_config(settings: LossSettings, dp_size: int, batch_num_tokens: int, global_batch_size: int) -> ActorConfig:
+    """verl's ActorConfig carrying the clip settings and the *global* batch size, so a
+    micro-batch loss is normalised over the whole (all-rank) batch and sums exactly."""
+    cfg = ActorConfig(
+        strategy="fsdp",
+        rollout_n=settings.group_size,
+        clip_ratio=settings.clip_ratio_low,
+        clip_ratio_low=settings.clip_ratio_low,
+        clip_ratio_high=settings.clip_ratio_high,
+        loss_agg_mode=settings.loss_agg_mode,
+        entropy_coeff=settings.entropy_coeff,
+        use_kl_loss=settings.kl_coef > 0,
+        kl_loss_coef=settings.kl_coef,
+        kl_loss_type=settings.kl_type,
+        ppo_micro_batch_size_per_gpu=1,
+        policy_loss=PolicyLossConfig(loss_mode=settings.policy_loss),
+        global_batch_info=dict(dp_size=dp_size, batch_num_tokens=batch_num_tokens, global_batch_size=global_batch_size),
+    )
+    return cfg
+
+
+def grpo_loss(log_prob: torch.Tensor, old_log_prob: torch.Tensor, ref_log_prob: torch.Tensor | None,
+              advantages: torch.Tensor, response_mask: torch.Tensor, entropy: torch.Tensor | None,
+              cfg: ActorConfig) -> tuple[torch.Tensor, dict[str, float]]:
+    """Eq. 4 as a loss to minimise: clipped policy-gradient term + beta * KL - entropy bonus."""
+    mask = response_mask.float()
+    policy_fn = core_algos.get_policy_loss_fn(cfg.policy_loss.loss_mode)
+    pg_loss, pg_metrics = policy_fn(
+        old_log_prob=old_log_prob, log_prob=log_prob, advantages=advantages, response_mask=mask,
+        loss_agg_mode=cfg.loss_agg_mode, config=cfg,
+    )
+    loss = pg_loss
+    metrics = {"pg_loss": pg_loss.item(), "clip_frac": pg_metrics.get("actor/pg_clipfrac", 0.0)}
+    if ref_log_prob is not None and cfg.kl_loss_coef > 0:
+        kl_mat = core_algos.kl_penalty(log_prob, ref_log_prob, cfg.kl_loss_type)
+        kl = core_algos.agg_loss(kl_mat, mask, cfg.loss_agg_mode, **cfg.global_batch_info)
+        loss = loss + cfg.kl_loss_coef * kl
+        metrics["kl"] = kl.item()
+    if entropy is not None:
+        ent = core_algos.agg_loss(entropy, mask, cfg.loss_agg_mode, **cfg.global_batch_info)
+        if cfg.entropy_coeff > 0:
+            loss = loss - cfg.entropy_coeff * ent
+        metrics["entropy"] = ent.item()
+    return loss, metrics

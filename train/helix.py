@@ -1,0 +1,312 @@
+"""HELIX entry point and epoch loop (paper Algorithm 1).
+
+    python train/helix.py --config configs/quickstart.yaml [section.key=value ...]
+    torchrun --nproc_per_node 2 train/helix.py --config configs/quickstart.yaml
+
+Per epoch: sample B parents -> build eq.-5 prompts -> G rollouts each -> apply SEARCH/REPLACE
+edits -> evaluate children in the sandbox -> GRPO step -> embed + kNN diversity (eq. 6) ->
+NSGA-II selection of the next population. Rank 0 owns the archive, the sandbox and the
+embedder; every rank generates for its share of the prompts and takes part in the GRPO step.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: import the repo's packages, not train/'s siblings
+    _here = Path(__file__).resolve().parent
+    sys.path = [p for p in sys.path if Path(p or ".").resolve() != _here]
+    sys.path.insert(0, str(_here.parent))
+
+import argparse  # noqa: E402
+import os  # noqa: E402
+import time  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from train.config import ConfigError, HelixConfig, load_config  # noqa: E402
+from train.distributed import DistInfo, broadcast, gather, init_distributed, shard, shutdown  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Job:
+    """One prompt of the epoch: the parent it came from and its token ids."""
+
+    index: int
+    parent_id: int
+    parent_code: str
+    token_ids: list[int]
+
+
+def _say(message: str, progress: bool) -> None:
+    """Print without tearing an active tqdm bar."""
+    if progress:
+        from tqdm import tqdm
+
+        tqdm.write(message)
+    else:
+        print(message, flush=True)
+
+
+def _progress(iterable, enabled: bool, **kw):
+    if not enabled:
+        return iterable
+    from tqdm import tqdm
+
+    return tqdm(iterable, **kw)
+
+
+class Evolution:
+    """Rank 0's evolutionary state: the archive D, the kNN index over programs, the population."""
+
+    def __init__(self, cfg: HelixConfig, archive_path: Path, task, evaluator):
+        from population.archive import Archive
+        from population.diversity import KnnIndex
+        from population.embedding import Embedder
+
+        self.cfg = cfg
+        self.task = task
+        self.evaluator = evaluator
+        self.archive = Archive(archive_path)
+        self.embedder = Embedder(cfg.population.embedder, batch_size=cfg.population.embed_batch_size,
+                                 canonical=cfg.population.canonicalize)
+        self.index = KnnIndex(cfg.population.knn_k)
+        self.pool_ids: list[int] = []  # archive id of each kNN-index row: every child that is a program
+        self.pool_rewards: list[float] = []
+        if self.archive.count() == 0:
+            self._seed()
+        else:
+            raise RuntimeError(f"{archive_path} already holds a run; choose a new run.name (resume is not implemented yet)")
+
+    def _seed(self) -> None:
+        """Epoch 0: the task's starter program, evaluated like any child, is the whole population."""
+        result = self.evaluator.evaluate(self.task.initial_program)
+        (root,) = self.archive.add_many([dict(
+            parent_id=None, epoch=0, code=self.task.initial_program, reward=result.reward, valid=result.valid,
+            feedback=result.feedback, metrics=result.metrics, eval_time_s=result.eval_time_s, prompt_id=None, completion=None)])
+        self._index([root], [self.task.initial_program], [result.reward])
+        self.archive.set_population(0, [root])
+        print(f"[helix] initial program: reward {result.reward:.6g} ({result.status}); {result.feedback[:200]}", flush=True)
+
+    def _index(self, ids: list[int], codes: list[str], rewards: list[float]) -> None:
+        emb = self.embedder.embed(codes)
+        self.archive.put_embeddings(ids, emb)
+        self.index.add(emb)
+        self.pool_ids.extend(ids)
+        self.pool_rewards.extend(rewards)
+
+    def sample_parents(self, epoch: int, rng: np.random.Generator):
+        from population.sampling import sample_parents
+
+        _, pop_ids = self.archive.get_population()
+        rewards = self.archive.rewards(pop_ids)
+        picks = sample_parents(rewards, self.cfg.trainer.prompts_per_epoch, rng, mode=self.cfg.population.parent_sampling)
+        return [self.archive.get(pop_ids[i]) for i in picks]
+
+    def add_children(self, epoch: int, rows: list[dict], is_program: list[bool]) -> list[int]:
+        """Archive every child; programs also join the kNN index and the selection pool D."""
+        ids = self.archive.add_many(rows)
+        keep = [i for i, ok in enumerate(is_program) if ok]
+        if keep:
+            self._index([ids[i] for i in keep], [rows[i]["code"] for i in keep], [rows[i]["reward"] for i in keep])
+        return ids
+
+    def select(self, epoch: int, rng: np.random.Generator) -> tuple[list[int], np.ndarray]:
+        """P_{t+1} = strategy(D) on (reward, Div) over every program ever generated."""
+        from population.selection import select
+
+        diversity = self.index.diversity()
+        chosen = select(self.cfg.selection.strategy, np.asarray(self.pool_rewards), diversity, self.cfg.population.size, rng)
+        ids = [self.pool_ids[i] for i in chosen]
+        self.archive.set_population(epoch, ids)
+        return ids, diversity
+
+
+def _seed_everything(seed: int) -> None:
+    import random
+
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+
+
+def _evaluate_children(evo: Evolution, jobs: list[Job], outputs: list[list[tuple]], epoch: int, progress: bool):
+    """Apply each completion's edits to its parent and evaluate the programs in the sandbox."""
+    from rollout.edits import EditError, child_program
+
+    rows, is_program, codes, where = [], [], [], []
+    for job, group in zip(jobs, outputs):
+        for g, (_, text, _) in enumerate(group):
+            row = dict(parent_id=job.parent_id, epoch=epoch, prompt_id=f"e{epoch}-p{job.index}-g{g}", completion=text)
+            try:
+                code = child_program(job.parent_code, text, evo.task.entry_function)
+            except EditError as err:
+                row.update(code=job.parent_code, reward=0.0, valid=False, feedback=f"Edit not applied: {err}",
+                           metrics={"edit_failed": 1.0}, eval_time_s=0.0)
+                is_program.append(False)
+            else:
+                row["code"] = code
+                codes.append(code)
+                where.append(len(rows))
+                is_program.append(True)
+            rows.append(row)
+    for i, result in zip(where, evo.evaluator.evaluate_many(codes, progress=progress)):
+        rows[i].update(reward=result.reward, valid=result.valid, feedback=result.feedback,
+                       metrics=dict(result.metrics, status_ok=float(result.status == "ok")), eval_time_s=result.eval_time_s)
+    return rows, is_program
+
+
+def run(cfg: HelixConfig, config_stem: str, info: DistInfo) -> Path | None:
+    from rollout.engines import SamplingParams, build_engine
+    from rollout.prompts import PromptBuilder
+    from tasks import load_task
+    from train.learner import Learner, Sample
+    from train.models import load_policy
+    from train.run_dir import RunDir, table_header, table_row
+
+    _seed_everything(cfg.run.seed)
+    if cfg.trainer.prompts_per_epoch < info.world:
+        raise ConfigError(f"trainer.prompts_per_epoch = {cfg.trainer.prompts_per_epoch} must be >= the number of ranks ({info.world})")
+    task = load_task(cfg.task.name)
+    progress = cfg.run.progress and info.is_main
+    model, tokenizer = load_policy(cfg.model.policy, cfg.model.dtype, cfg.model.cache_dir, seed=cfg.run.seed)
+    if cfg.model.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+    learner = None
+    if cfg.trainer.enabled:
+        learner = Learner(model, cfg.trainer, cfg.rollout.group_size, cfg.rollout.temperature, tokenizer.pad_token_id, info)
+    else:
+        model.requires_grad_(False)  # EvoOnly: no optimizer, no reference model
+    engine = build_engine(cfg.rollout.engine, model=model, tokenizer=tokenizer, batch_size=cfg.rollout.batch_size, progress=progress)
+    timeout = cfg.task.timeout_s or task.timeout_s
+
+    run_dir = evo = None
+    if info.is_main:
+        from rewards import Evaluator
+
+        run_dir = RunDir(cfg, config_stem)
+        print(f"[helix] run directory: {run_dir.path}", flush=True)
+        evaluator = Evaluator(task, workers=cfg.task.eval_workers or None, timeout_s=cfg.task.timeout_s, memory_mb=cfg.task.memory_mb)
+        evo = Evolution(cfg, run_dir.archive_path, task, evaluator)
+        builder = PromptBuilder(tokenizer, task.description, task.entry_function, timeout,
+                                cfg.rollout.max_prompt_tokens, cfg.rollout.n_ancestors)
+        print(table_header(), flush=True)
+
+    G = cfg.rollout.group_size
+    for epoch in _progress(range(1, cfg.trainer.epochs + 1), progress, desc="epochs", position=0):
+        t0 = time.perf_counter()
+        rng = np.random.default_rng([cfg.run.seed, epoch])
+        jobs, dropped = None, 0
+        if info.is_main:  # 1-2. sample parents, build their prompts
+            jobs = []
+            for j, parent in enumerate(evo.sample_parents(epoch, rng)):
+                prompt = builder.build(parent, evo.archive.ancestors(parent.id, cfg.rollout.n_ancestors), parent.id)
+                dropped += len(prompt.dropped)
+                jobs.append(Job(j, parent.id, parent.code, prompt.token_ids))
+        jobs = broadcast(jobs, info)
+
+        # 3. G rollouts per prompt, each rank its own share of the prompts
+        mine = shard(jobs, info)
+        t_gen = time.perf_counter()
+        params = SamplingParams(G, cfg.rollout.temperature, cfg.rollout.top_p, cfg.rollout.max_new_tokens,
+                                seed=cfg.run.seed * 1_000_003 + epoch * 997 + info.rank)
+        completions = engine.generate([j.token_ids for j in mine], params)
+        local = [[(c.token_ids, c.text, c.truncated) for c in group] for group in completions]
+        gen_time = time.perf_counter() - t_gen
+        gathered = gather((local, gen_time), info)
+
+        # 4. apply edits, evaluate in the sandbox (rank 0), share the trusted rewards
+        rewards = None
+        if info.is_main:
+            outputs = [group for part, _ in gathered for group in part]
+            gen_time = max(t for _, t in gathered)
+            t_eval = time.perf_counter()
+            rows, is_program = _evaluate_children(evo, jobs, outputs, epoch, progress)
+            eval_time = time.perf_counter() - t_eval
+            rewards = [[rows[j * G + g]["reward"] for g in range(G)] for j in range(len(jobs))]
+        rewards = broadcast(rewards, info)
+
+        # 5. GRPO step (all ranks)
+        train_metrics = {}
+        if learner is not None:
+            samples = [Sample(job.token_ids, c.token_ids, rewards[job.index][g], job.index, c.truncated)
+                       for job, group in zip(mine, completions) for g, c in enumerate(group)]
+            train_metrics = learner.step(samples)
+            engine.sync_weights(model)
+
+        if info.is_main:  # 6-7. archive, embed, kNN diversity, selection
+            t_sel = time.perf_counter()
+            ids = evo.add_children(epoch, rows, is_program)
+            pop_ids, diversity = evo.select(epoch, rng)
+            select_time = time.perf_counter() - t_sel
+            best = evo.archive.best()
+            if best is not None:
+                run_dir.write_best(best.code, best.reward, best.id, best.epoch)
+            child_rewards = np.array([r["reward"] for r in rows])
+            n_tokens = sum(len(c[0]) for group in outputs for c in group)
+            child_div = diversity[-sum(is_program):] if any(is_program) else np.array([np.nan])
+            metrics = dict(
+                epoch=epoch, reward_mean=float(child_rewards.mean()), reward_max=float(child_rewards.max()),
+                best_reward=best.reward if best else 0.0, valid_frac=float(np.mean([r["valid"] for r in rows])),
+                edit_fail_frac=1.0 - float(np.mean(is_program)), diversity_mean=float(np.nanmean(child_div)),
+                population_diversity_mean=float(np.mean(diversity)), archive_size=evo.archive.count(),
+                pool_size=len(evo.pool_ids), population_size=len(pop_ids), prompt_items_dropped=dropped,
+                completion_len_mean=n_tokens / len(rows),
+                truncated_frac=float(np.mean([c[2] for group in outputs for c in group])),
+                gen_tokens=n_tokens, gen_tokens_per_s=n_tokens / max(gen_time, 1e-9), gen_time_s=gen_time,
+                eval_time_s=eval_time, select_time_s=select_time, **train_metrics,
+            )
+            metrics["epoch_time_s"] = time.perf_counter() - t0
+            run_dir.log_metrics(metrics)
+            run_dir.log_samples([dict(epoch=epoch, solution_id=ids[i], parent_id=rows[i]["parent_id"], reward=rows[i]["reward"],
+                                      feedback=rows[i]["feedback"][:500], completion=rows[i]["completion"])
+                                 for i in range(min(cfg.run.samples_per_epoch, len(rows)))])
+            _say(table_row(metrics), progress)
+
+    out = None
+    if info.is_main:
+        if cfg.run.export:
+            from train.export import export_hf
+
+            out = export_hf(model, tokenizer, run_dir.export_path)
+            print(f"[helix] exported Hugging Face model to {out}", flush=True)
+        best = evo.archive.best()
+        if best is not None:
+            print(f"[helix] best reward {best.reward:.10g} (solution {best.id}, epoch {best.epoch}); "
+                  f"program: {run_dir.path / 'best_program.py'}", flush=True)
+        evo.archive.close()
+        run_dir.close()
+        out = run_dir.path
+    broadcast(None, info)  # keep the other ranks alive until rank 0 is done writing
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="helix", description="HELIX: GRPO + NSGA-II evolutionary program search")
+    parser.add_argument("--config", required=True, help="YAML file under configs/")
+    parser.add_argument("overrides", nargs="*", help="dotted overrides, e.g. trainer.lr=2e-6 selection.strategy=top_score")
+    args = parser.parse_args(argv)
+    try:
+        cfg = load_config(args.config, args.overrides)
+    except ConfigError as err:
+        print(f"helix: config error: {err}", file=sys.stderr)
+        return 2
+    info = init_distributed()
+    try:
+        run(cfg, Path(args.config).stem, info)
+    except ConfigError as err:
+        print(f"helix: config error: {err}", file=sys.stderr)
+        return 2
+    finally:
+        shutdown(info)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""The run directory: resolved config, per-epoch metrics, samples, best program.
+
+Every file is written so that a kill at any instant leaves either the old or the new
+version: JSONL lines are appended and flushed, whole files are replaced atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from train.config import HelixConfig, dump_config, to_dict
+
+# Columns of the console table, in order: (metric key, header, format).
+TABLE = [
+    ("epoch", "epoch", "{:>5d}"),
+    ("reward_mean", "R mean", "{:>8.4f}"),
+    ("reward_max", "R max", "{:>8.4f}"),
+    ("best_reward", "best", "{:>8.4f}"),
+    ("valid_frac", "valid", "{:>6.2f}"),
+    ("diversity_mean", "div", "{:>6.3f}"),
+    ("kl", "KL", "{:>9.2e}"),
+    ("loss", "loss", "{:>9.2e}"),
+    ("gen_tokens_per_s", "tok/s", "{:>7.1f}"),
+    ("epoch_time_s", "sec", "{:>6.0f}"),
+]
+
+
+def atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _clean(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+class RunDir:
+    def __init__(self, cfg: HelixConfig, config_stem: str):
+        name = cfg.run.name or f"{config_stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+        self.path = Path(cfg.run.output_dir) / name
+        self.path.mkdir(parents=True, exist_ok=True)
+        latest = self.path.parent / "latest"
+        if latest.is_symlink() or not latest.exists():
+            tmp = self.path.parent / f".latest-{os.getpid()}"
+            tmp.unlink(missing_ok=True)
+            tmp.symlink_to(self.path.name)
+            os.replace(tmp, latest)
+        self.archive_path = self.path / "archive.sqlite"
+        self.export_path = self.path / "export"
+        dump_config(cfg, self.path / "config.yaml")
+        self._wandb = None
+        if cfg.run.wandb != "disabled":
+            import wandb
+
+            self._wandb = wandb.init(project="helix", name=name, dir=str(self.path), mode=cfg.run.wandb, config=to_dict(cfg))
+
+    def log_metrics(self, metrics: dict) -> None:
+        with open(self.path / "metrics.jsonl", "a") as fh:
+            fh.write(json.dumps({k: _clean(v) for k, v in metrics.items()}) + "\n")
+        if self._wandb is not None:
+            self._wandb.log(metrics, step=metrics.get("epoch"))
+
+    def log_samples(self, rows: list[dict]) -> None:
+        with open(self.path / "samples.jsonl", "a") as fh:
+            for row in rows:
+                fh.write(json.dumps(row) + "\n")
+
+    def write_best(self, code: str, reward: float, solution_id: int, epoch: int) -> None:
+        header = f"# HELIX best program: reward {reward:.10g}, solution {solution_id}, found in epoch {epoch}\n"
+        atomic_write(self.path / "best_program.py", header + code)
+
+    def close(self) -> None:
+        if self._wandb is not None:
+            self._wandb.finish()
+
+
+def table_header() -> str:
+    return " ".join(h.rjust(len(fmt.format(0 if "d" in fmt else 0.0))) for _, h, fmt in TABLE)
+
+
+def table_row(metrics: dict) -> str:
+    cells = []
+    for key, _, fmt in TABLE:
+        value = metrics.get(key)
+        width = len(fmt.format(0 if "d" in fmt else 0.0))
+        cells.append("-".rjust(width) if value is None else fmt.format(value))
+    return " ".join(cells)
