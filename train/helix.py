@@ -117,15 +117,17 @@ class Evolution:
             self._index([ids[i] for i in keep], [rows[i]["code"] for i in keep], [rows[i]["reward"] for i in keep])
         return ids
 
-    def select(self, epoch: int, rng: np.random.Generator) -> tuple[list[int], np.ndarray]:
-        """P_{t+1} = strategy(D) on (reward, Div) over every program ever generated."""
+    def select(self, epoch: int, rng: np.random.Generator) -> tuple[list[int], np.ndarray, np.ndarray]:
+        """P_{t+1} = strategy(D) on (reward, Div) over every program ever generated.
+
+        Returns the survivors' archive ids, Div of every pool row, and the survivors' pool rows."""
         from population.selection import select
 
         diversity = self.index.diversity()
         chosen = select(self.cfg.selection.strategy, np.asarray(self.pool_rewards), diversity, self.cfg.population.size, rng)
         ids = [self.pool_ids[i] for i in chosen]
         self.archive.set_population(epoch, ids)
-        return ids, diversity
+        return ids, diversity, chosen
 
 
 def _seed_everything(seed: int) -> None:
@@ -243,24 +245,26 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo) -> Path | None:
         if info.is_main:  # 6-7. archive, embed, kNN diversity, selection
             t_sel = time.perf_counter()
             ids = evo.add_children(epoch, rows, is_program)
-            pop_ids, diversity = evo.select(epoch, rng)
+            pop_ids, diversity, chosen = evo.select(epoch, rng)
             select_time = time.perf_counter() - t_sel
             best = evo.archive.best()
             if best is not None:
                 run_dir.write_best(best.code, best.reward, best.id, best.epoch)
             child_rewards = np.array([r["reward"] for r in rows])
             n_tokens = sum(len(c[0]) for group in outputs for c in group)
-            child_div = diversity[-sum(is_program):] if any(is_program) else np.array([np.nan])
+            n_programs = sum(is_program)
+            child_div = float(diversity[-n_programs:].mean()) if n_programs else None
+            pop_div = diversity[chosen]
             metrics = dict(
                 epoch=epoch, reward_mean=float(child_rewards.mean()), reward_max=float(child_rewards.max()),
                 best_reward=best.reward if best else 0.0, valid_frac=float(np.mean([r["valid"] for r in rows])),
-                edit_fail_frac=1.0 - float(np.mean(is_program)), diversity_mean=float(np.nanmean(child_div)),
-                population_diversity_mean=float(np.mean(diversity)), archive_size=evo.archive.count(),
+                edit_fail_frac=1.0 - float(np.mean(is_program)), diversity_mean=float(pop_div.mean()),
+                child_diversity_mean=child_div, archive_size=evo.archive.count(),
                 pool_size=len(evo.pool_ids), population_size=len(pop_ids), prompt_items_dropped=dropped,
                 completion_len_mean=n_tokens / len(rows),
                 truncated_frac=float(np.mean([c[2] for group in outputs for c in group])),
                 gen_tokens=n_tokens, gen_tokens_per_s=n_tokens / max(gen_time, 1e-9), gen_time_s=gen_time,
-                eval_time_s=eval_time, select_time_s=select_time, **train_metrics,
+                eval_time_s=eval_time, embed_select_time_s=select_time, **train_metrics,
             )
             metrics["epoch_time_s"] = time.perf_counter() - t0
             run_dir.log_metrics(metrics)

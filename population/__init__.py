@@ -1,0 +1,1 @@
+"""Population: the lineage archive, kNN embedding diversity, and selection strategies."""

@@ -1,0 +1,77 @@
+"""kNN embedding diversity, paper eq. 6: Div(s_i) = 1 - mean cosine similarity to its k nearest
+neighbours among all solutions ever generated, itself excluded.
+
+Pure numpy on L2-normalised rows. ``KnnIndex`` keeps every item's current top-k similarities,
+so adding m items to an archive of N costs one m x N product, not N x N.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def normalise(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.where(norms > 0, norms, 1.0)  # a zero vector stays zero: similarity 0, never NaN
+
+
+def _div_from_topk(topk: np.ndarray) -> np.ndarray:
+    """Mean over the finite entries of each row; a solution with no neighbours at all gets 1.0."""
+    finite = np.isfinite(topk)
+    count = finite.sum(1)
+    total = np.where(finite, topk, 0.0).sum(1)
+    return np.where(count > 0, 1.0 - total / np.maximum(count, 1), 1.0)
+
+
+def _topk_rows(sims: np.ndarray, k: int) -> np.ndarray:
+    """The k largest entries of each row, descending, padded with -inf."""
+    n, width = sims.shape
+    if width < k:
+        sims = np.concatenate([sims, np.full((n, k - width), -np.inf, dtype=sims.dtype)], axis=1)
+        width = k
+    part = np.partition(sims, width - k, axis=1)[:, width - k :]
+    return -np.sort(-part, axis=1)
+
+
+def knn_diversity(query: np.ndarray, base: np.ndarray, k: int, self_index: np.ndarray | None = None,
+                  chunk: int = 4096) -> np.ndarray:
+    q, b = normalise(query), normalise(base)
+    out = np.empty(len(q), dtype=np.float64)
+    for start in range(0, len(q), chunk):
+        sims = q[start : start + chunk] @ b.T
+        if self_index is not None:
+            rows = np.arange(len(sims))
+            sims[rows, np.asarray(self_index[start : start + chunk])] = -np.inf
+        out[start : start + chunk] = _div_from_topk(_topk_rows(sims, k))
+    return out
+
+
+class KnnIndex:
+    def __init__(self, k: int):
+        self.k = k
+        self.emb = np.zeros((0, 0), dtype=np.float32)
+        self.topk = np.zeros((0, k), dtype=np.float32)
+
+    def __len__(self) -> int:
+        return len(self.topk)
+
+    def add(self, emb: np.ndarray, chunk: int = 8192) -> None:
+        new = normalise(emb)
+        if len(new) == 0:
+            return
+        if len(self) == 0:
+            self.emb = np.zeros((0, new.shape[1]), dtype=np.float32)
+        inner = new @ new.T
+        np.fill_diagonal(inner, -np.inf)
+        cross = np.empty((len(new), len(self)), dtype=np.float32)
+        for start in range(0, len(self), chunk):  # update old items' neighbour lists with the newcomers
+            block = new @ self.emb[start : start + chunk].T  # (m, c)
+            cross[:, start : start + chunk] = block
+            self.topk[start : start + chunk] = _topk_rows(np.concatenate([self.topk[start : start + chunk], block.T], 1), self.k)
+        new_topk = _topk_rows(np.concatenate([cross, inner], 1), self.k)
+        self.emb = np.concatenate([self.emb, new])
+        self.topk = np.concatenate([self.topk, new_topk.astype(np.float32)])
+
+    def diversity(self) -> np.ndarray:
+        return _div_from_topk(self.topk.astype(np.float64))

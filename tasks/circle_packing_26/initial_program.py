@@ -1,0 +1,37 @@
+import numpy as np
+
+# EVOLVE-BLOCK-START
+def construct_packing():
+    """Place 26 circles on rings around the centre, then size them to fit."""
+    n = 26
+    centers = np.zeros((n, 2))
+    centers[0] = [0.5, 0.5]
+    for i in range(8):
+        angle = 2 * np.pi * i / 8
+        centers[1 + i] = [0.5 + 0.3 * np.cos(angle), 0.5 + 0.3 * np.sin(angle)]
+    for i in range(17):
+        angle = 2 * np.pi * i / 17
+        centers[9 + i] = [0.5 + 0.45 * np.cos(angle), 0.5 + 0.45 * np.sin(angle)]
+    centers = np.clip(centers, 0.01, 0.99)
+    radii = compute_max_radii(centers)
+    return centers, radii
+
+
+def compute_max_radii(centers):
+    """Largest radii that keep every circle inside the square and apart from the others."""
+    n = centers.shape[0]
+    radii = np.minimum.reduce([centers[:, 0], centers[:, 1], 1 - centers[:, 0], 1 - centers[:, 1]])
+    for i in range(n):
+        for j in range(i + 1, n):
+            d = np.linalg.norm(centers[i] - centers[j])
+            if radii[i] + radii[j] > d:
+                scale = d / (radii[i] + radii[j])
+                radii[i] *= scale
+                radii[j] *= scale
+    return radii
+# EVOLVE-BLOCK-END
+
+
+def run_packing():
+    centers, radii = construct_packing()
+    return centers, radii, float(np.sum(radii))

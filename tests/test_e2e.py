@@ -1,0 +1,133 @@
+"""The whole HELIX loop end to end, on a tiny random policy (fast enough for CI)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rollout.engines import ENGINES, Completion, HFEngine
+from train.helix import main
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICK = str(ROOT / "configs" / "quickstart.yaml")
+TINY = ["model.policy=tiny-random", "rollout.max_new_tokens=12", "rollout.group_size=2", "trainer.prompts_per_epoch=2",
+        "trainer.epochs=2", "run.progress=false", "task.eval_workers=2", "population.size=4"]
+
+
+def run_helix(tmp_path, *extra):
+    rc = main(["--config", QUICK, *TINY, f"run.output_dir={tmp_path}", "run.name=t", *extra])
+    assert rc == 0
+    return tmp_path / "t"
+
+
+def metrics(run):
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_quickstart_loop_writes_a_complete_run_directory(tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    from population.archive import Archive
+
+    run = run_helix(tmp_path)
+    resolved = yaml.safe_load((run / "config.yaml").read_text())
+    assert resolved["model"]["policy"] == "tiny-random" and resolved["trainer"]["epochs"] == 2
+    rows = metrics(run)
+    assert [r["epoch"] for r in rows] == [1, 2]
+    for key in ("reward_mean", "reward_max", "best_reward", "valid_frac", "diversity_mean", "kl", "loss", "gen_tokens_per_s"):
+        assert all(r[key] is not None for r in rows), key
+    with Archive(run / "archive.sqlite") as arch:
+        assert arch.count() == 1 + 2 * 2 * 2  # the seed + epochs * B * G children
+        root = arch.get(int(arch.all_ids()[0]))
+        assert root.parent_id is None and root.valid and root.reward > 0
+        for sid in arch.all_ids()[1:]:
+            child = arch.get(int(sid))
+            assert child.parent_id is not None and child.epoch in (1, 2) and child.feedback
+        assert arch.get_population()[0] == 2
+    assert (run / "best_program.py").read_text().startswith("# HELIX best program")
+    model = AutoModelForCausalLM.from_pretrained(run / "export")
+    assert model.config.num_hidden_layers == 2
+    assert (run / "export" / "tokenizer.json").is_file() and (run / "export" / "generation_config.json").is_file()
+
+
+class ScriptedEngine(HFEngine):
+    """Answers every prompt with the same four known completions, so outcomes are exact."""
+
+    def __init__(self, model, tokenizer, batch_size=0, progress=False):
+        super().__init__(model, tokenizer, batch_size, progress)
+        from tasks import load_task
+
+        first = next(line for line in load_task("circle_packing_26").initial_program.splitlines() if line.strip())
+        block = "<answer>\n<<<<<<< SEARCH\n{}\n=======\n{}\n>>>>>>> REPLACE\n</answer>"
+        self.texts = [
+            block.format(first, first + "\nimport math"),  # a harmless edit: same reward as the parent
+            block.format(first, "raise RuntimeError('boom')\n" + first),  # the program crashes
+            "<think>I will not use the format</think>",  # no edit at all
+            block.format("this line is not in the program", "x = 1"),  # SEARCH not found
+        ]
+
+    def generate(self, prompts, params):
+        out = []
+        for _ in prompts:
+            group = []
+            for g in range(params.n):
+                text = self.texts[g % len(self.texts)]
+                ids = self.tokenizer(text, add_special_tokens=False)["input_ids"] + [self.tokenizer.eos_token_id]
+                group.append(Completion(ids, text, False))
+            out.append(group)
+        return out
+
+
+@pytest.mark.slow
+def test_children_are_evaluated_and_kept_with_lineage(tmp_path):
+    from population.archive import Archive
+
+    ENGINES["scripted"] = ScriptedEngine
+    try:
+        run = run_helix(tmp_path, "rollout.engine=scripted", "rollout.group_size=4", "trainer.epochs=1")
+    finally:
+        del ENGINES["scripted"]
+    with Archive(run / "archive.sqlite") as arch:
+        ids = [int(i) for i in arch.all_ids()]
+        root = arch.get(ids[0])
+        children = [arch.get(i) for i in ids[1:]]
+    assert len(children) == 8
+    for k, child in enumerate(children):
+        assert child.parent_id == root.id and child.epoch == 1
+        kind = k % 4
+        if kind == 0:
+            assert child.valid and child.reward == pytest.approx(root.reward) and "import math" in child.code
+        elif kind == 1:
+            assert not child.valid and child.reward == 0.0 and "RuntimeError" in child.feedback
+        elif kind == 2:
+            assert child.reward == 0.0 and "No SEARCH/REPLACE block" in child.feedback
+        else:
+            assert child.reward == 0.0 and "block 1: the SEARCH text was not found" in child.feedback
+    row = metrics(run)[0]
+    assert row["valid_frac"] == pytest.approx(0.25) and row["edit_fail_frac"] == pytest.approx(0.5)
+    assert row["zero_std_frac"] == 0.0  # each group mixes rewards, so GRPO has signal
+
+
+@pytest.mark.slow
+def test_torchrun_two_ranks(tmp_path):
+    torchrun = Path(sys.executable).with_name("torchrun")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    cmd = [str(torchrun), "--nproc_per_node", "2", str(ROOT / "train" / "helix.py"), "--config", QUICK, *TINY,
+           f"run.output_dir={tmp_path}", "run.name=dist"]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = metrics(tmp_path / "dist")
+    assert [r["epoch"] for r in rows] == [1, 2]
+    assert all(r["gen_tokens"] > 0 for r in rows)
+    assert (tmp_path / "dist" / "export" / "config.json").is_file()
+
+
+def test_config_error_exits_2_with_message(capsys):
+    assert main(["--config", QUICK, "trainer.kl_coeff=1"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown key 'trainer.kl_coeff'" in err and "Did you mean 'kl_coef'" in err
