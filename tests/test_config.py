@@ -51,6 +51,7 @@ def test_unknown_section_names_nearest(tmp_path):
     ("trainer.loss_agg_mode=token_mean", "Did you mean 'token-mean'"),
     ("selection.strategy=nsga", "Did you mean 'nsga2'"),
     ("rollout.engine=hff", "Did you mean 'hf'"),
+    ("task.name=circle_packing26", "Did you mean 'circle_packing_26'"),
 ])
 def test_bad_values_fail_at_start_up(override, fragment):
     with pytest.raises(ConfigError) as err:

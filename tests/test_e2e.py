@@ -131,3 +131,9 @@ def test_config_error_exits_2_with_message(capsys):
     assert main(["--config", QUICK, "trainer.kl_coeff=1"]) == 2
     err = capsys.readouterr().err
     assert "unknown key 'trainer.kl_coeff'" in err and "Did you mean 'kl_coef'" in err
+
+
+def test_missing_model_fails_fast_with_instructions(tmp_path, capsys):
+    assert main(["--config", QUICK, f"model.policy={tmp_path / 'absent'}", f"run.output_dir={tmp_path}"]) == 2
+    err = capsys.readouterr().err
+    assert "helix: error:" in err and "local Hugging Face model directory" in err

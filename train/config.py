@@ -240,8 +240,10 @@ def validate(cfg: HelixConfig, source: str = "<config>") -> HelixConfig:
             raise ConfigError(f"{source}: {dotted} = {value!r} {rule}")
     from population.selection import SELECTION_STRATEGIES
     from rollout.engines import ENGINES
+    from tasks import available_tasks
 
-    for dotted, registry in (("selection.strategy", SELECTION_STRATEGIES), ("rollout.engine", ENGINES)):
+    for dotted, registry in (("selection.strategy", SELECTION_STRATEGIES), ("rollout.engine", ENGINES),
+                             ("task.name", available_tasks())):
         section, key = dotted.split(".")
         value = getattr(getattr(cfg, section), key)
         if value not in registry:

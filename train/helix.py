@@ -301,11 +301,16 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         print(f"helix: config error: {err}", file=sys.stderr)
         return 2
+    from train.models import ModelNotFoundError
+
     info = init_distributed()
     try:
         run(cfg, Path(args.config).stem, info)
     except ConfigError as err:
         print(f"helix: config error: {err}", file=sys.stderr)
+        return 2
+    except (ModelNotFoundError, FileNotFoundError) as err:  # a model that is not on this machine
+        print(f"helix: error: {err}", file=sys.stderr)
         return 2
     finally:
         shutdown(info)
