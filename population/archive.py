@@ -22,7 +22,8 @@ CREATE TABLE IF NOT EXISTS solutions (
 CREATE INDEX IF NOT EXISTS solutions_parent ON solutions(parent_id);
 CREATE INDEX IF NOT EXISTS solutions_hash ON solutions(code_hash);
 CREATE TABLE IF NOT EXISTS populations (epoch INTEGER NOT NULL, position INTEGER NOT NULL,
-    solution_id INTEGER NOT NULL REFERENCES solutions(id), PRIMARY KEY (epoch, position));
+    solution_id INTEGER NOT NULL REFERENCES solutions(id), tag INTEGER NOT NULL DEFAULT -1,
+    PRIMARY KEY (epoch, position));
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _FIELDS = ("id", "parent_id", "epoch", "code", "reward", "valid", "feedback", "metrics", "eval_time_s", "prompt_id", "completion")
@@ -118,10 +119,16 @@ class Archive:
         lookup = dict(self.db.execute("SELECT id, reward FROM solutions"))
         return np.array([lookup[int(i)] for i in ids], dtype=np.float64)
 
-    def set_population(self, epoch: int, ids: list[int]) -> None:
+    def set_population(self, epoch: int, ids: list[int], tags: list[int] | None = None) -> None:
+        """P_epoch as ordered slots; ``tags`` label each slot (the island, for the islands strategy)."""
+        tags = [-1] * len(ids) if tags is None else list(tags)
         with self.db:
             self.db.execute("DELETE FROM populations WHERE epoch = ?", (epoch,))
-            self.db.executemany("INSERT INTO populations VALUES (?,?,?)", [(epoch, k, int(i)) for k, i in enumerate(ids)])
+            self.db.executemany("INSERT INTO populations VALUES (?,?,?,?)",
+                                [(epoch, k, int(i), int(t)) for k, (i, t) in enumerate(zip(ids, tags))])
+
+    def population_tags(self, epoch: int) -> list[int]:
+        return [r[0] for r in self.db.execute("SELECT tag FROM populations WHERE epoch = ? ORDER BY position", (epoch,))]
 
     def get_population(self, epoch: int | None = None) -> tuple[int, list[int]]:
         if epoch is None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -48,6 +50,28 @@ class Embedder:
 
     def prepare(self, code: str) -> str:
         return canonicalize(code) if self.canonical else code
+
+    def code_hash(self, code: str) -> str:
+        """Key of the embedding cache: programs equal after canonicalisation share one embedding."""
+        return hashlib.sha256(self.prepare(code).encode()).hexdigest()
+
+    def embed_cached(self, codes: list[str], lookup: Callable[[str], np.ndarray | None]) -> tuple[np.ndarray, list[str], int]:
+        """Embed only what ``lookup`` (e.g. Archive.cached_embedding) and this batch have not seen.
+
+        Returns the embeddings, their hashes, and how many texts actually went through the model."""
+        hashes = [self.code_hash(c) for c in codes]
+        known: dict[str, np.ndarray] = {}
+        for h in dict.fromkeys(hashes):
+            hit = lookup(h)
+            if hit is not None:
+                known[h] = hit
+        missing = [h for h in dict.fromkeys(hashes) if h not in known]
+        if missing:
+            first = {h: c for h, c in zip(reversed(hashes), reversed(codes))}
+            for h, e in zip(missing, self.embed([first[h] for h in missing])):
+                known[h] = e
+        rows = [known[h] for h in hashes]
+        return (np.stack(rows) if rows else np.zeros((0, 0), np.float32)), hashes, len(missing)
 
     def embed(self, codes: list[str]) -> np.ndarray:
         model = self._load()

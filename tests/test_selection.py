@@ -121,3 +121,45 @@ def test_parent_sampling_is_seeded_and_favours_high_reward():
     assert np.allclose(parent_weights(rewards, "uniform"), 0.25)
     with pytest.raises(ValueError, match="valid"):
         sample_parents(rewards, 2, np.random.default_rng(), mode="best")
+
+
+from population.selection import Islands, Pool, make_strategy  # noqa: E402
+
+
+def test_islands_start_from_the_seed_program_one_slot_each():
+    rows, tags = Islands(n_islands=4, reset_every=5).select(Pool(np.array([1.0]), np.array([1.0]), np.array([-1])), 8,
+                                                           np.random.default_rng(0))
+    assert rows.tolist() == [0, 0, 0, 0] and tags.tolist() == [0, 1, 2, 3]
+
+
+def test_islands_keep_lineages_apart_and_fill_quotas_by_reward():
+    rng = np.random.default_rng(0)
+    # row 0 is the seed; rows 1.. belong to islands by tag; island 0 holds the best programs by far
+    tags = np.array([-1, 0, 0, 0, 1, 1, 2, 2, 2, 3])
+    rewards = np.array([1.0, 9.0, 8.0, 7.0, 2.0, 3.0, 1.5, 0.5, 2.5, 0.1])
+    rows, slot_tags = Islands(4, reset_every=100).select(Pool(rewards, np.zeros(10), tags, epoch=3), 8, rng)
+    by_island = {i: sorted(rows[slot_tags == i].tolist()) for i in range(4)}
+    assert by_island == {0: [1, 2], 1: [4, 5], 2: [6, 8], 3: [9]}  # island 0's 9.0 and 8.0 never leak out
+
+
+def test_islands_reset_reseeds_the_worse_half_from_a_survivor():
+    tags = np.array([-1, 0, 0, 1, 1, 2, 3])
+    rewards = np.array([1.0, 5.0, 4.0, 6.0, 3.0, 0.2, 0.1])
+    islands = Islands(4, reset_every=2)
+    rows, slot_tags = islands.select(Pool(rewards, np.zeros(7), tags, epoch=2), 8, np.random.default_rng(1))
+    losers = {2, 3}  # best rewards 0.2 and 0.1
+    for island in losers:
+        seeded = rows[slot_tags == island].tolist()
+        assert len(seeded) == 1 and seeded[0] in (1, 3)  # the best of island 0 or of island 1
+    assert sorted(rows[slot_tags == 0].tolist()) == [1, 2] and sorted(rows[slot_tags == 1].tolist()) == [3, 4]
+    # after the reset, old members of a reset island are gone for good; its new children count
+    tags2 = np.append(tags, [2, 2])
+    rewards2 = np.append(rewards, [0.05, 7.0])
+    rows2, slot_tags2 = islands.select(Pool(rewards2, np.zeros(9), tags2, epoch=3), 8, np.random.default_rng(1))
+    assert 5 not in rows2.tolist() and 8 in rows2[slot_tags2 == 2].tolist()
+
+
+def test_stateless_strategies_pass_tags_through():
+    pool = Pool(np.arange(5.0), np.zeros(5), np.array([3, 1, 4, 1, 5]))
+    rows, tags = make_strategy("top_score").select(pool, 2, np.random.default_rng(0))
+    assert rows.tolist() == [4, 3] and tags.tolist() == [5, 1]

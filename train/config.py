@@ -86,7 +86,10 @@ class PopulationConfig:
 
 @dataclass
 class SelectionConfig:
-    strategy: str = "nsga2"  # nsga2 | top_score | top_div | random
+    strategy: str = "nsga2"  # nsga2 | top_score | top_div | random | islands
+    include_invalid: bool = True  # paper behaviour: reward-0 programs compete too (rare novel failures survive)
+    n_islands: int = 4  # islands only
+    reset_every: int = 5  # islands only: epochs between resets of the worse half
 
 
 @dataclass
@@ -131,6 +134,8 @@ _RULES: list[tuple[str, Any, str]] = [
     ("trainer.entropy_coeff", lambda v: v >= 0, "must be >= 0"),
     ("trainer.micro_batch_size", lambda v: v >= 1, "must be >= 1"),
     ("population.size", lambda v: v >= 1, "must be >= 1"),
+    ("selection.n_islands", lambda v: v >= 1, "must be >= 1"),
+    ("selection.reset_every", lambda v: v >= 1, "must be >= 1"),
     ("population.knn_k", lambda v: v >= 1, "must be >= 1"),
     ("population.embed_batch_size", lambda v: v >= 1, "must be >= 1"),
     ("task.timeout_s", lambda v: v is None or v > 0, "must be > 0"),
@@ -248,6 +253,9 @@ def validate(cfg: HelixConfig, source: str = "<config>") -> HelixConfig:
         value = getattr(getattr(cfg, section), key)
         if value not in registry:
             raise ConfigError(f"{source}: {dotted} = {value!r} is not registered.{_nearest(value, sorted(registry))} Valid: {sorted(registry)}")
+    if cfg.selection.strategy == "islands" and cfg.population.size < cfg.selection.n_islands:
+        raise ConfigError(f"{source}: population.size = {cfg.population.size} must be >= selection.n_islands = "
+                          f"{cfg.selection.n_islands} (every island needs a slot)")
     return cfg
 
 

@@ -42,6 +42,7 @@ class Job:
     parent_id: int
     parent_code: str
     token_ids: list[int]
+    tag: int = -1  # the parent's population-slot tag (its island), inherited by the children
 
 
 def _say(message: str, progress: bool) -> None:
@@ -62,74 +63,6 @@ def _progress(iterable, enabled: bool, **kw):
     return tqdm(iterable, **kw)
 
 
-class Evolution:
-    """Rank 0's evolutionary state: the archive D, the kNN index over programs, the population."""
-
-    def __init__(self, cfg: HelixConfig, archive_path: Path, task, evaluator):
-        from population.archive import Archive
-        from population.diversity import KnnIndex
-        from population.embedding import Embedder
-
-        self.cfg = cfg
-        self.task = task
-        self.evaluator = evaluator
-        self.archive = Archive(archive_path)
-        self.embedder = Embedder(cfg.population.embedder, batch_size=cfg.population.embed_batch_size,
-                                 canonical=cfg.population.canonicalize)
-        self.index = KnnIndex(cfg.population.knn_k)
-        self.pool_ids: list[int] = []  # archive id of each kNN-index row: every child that is a program
-        self.pool_rewards: list[float] = []
-        if self.archive.count() == 0:
-            self._seed()
-        else:
-            raise RuntimeError(f"{archive_path} already holds a run; choose a new run.name (resume is not implemented yet)")
-
-    def _seed(self) -> None:
-        """Epoch 0: the task's starter program, evaluated like any child, is the whole population."""
-        result = self.evaluator.evaluate(self.task.initial_program)
-        (root,) = self.archive.add_many([dict(
-            parent_id=None, epoch=0, code=self.task.initial_program, reward=result.reward, valid=result.valid,
-            feedback=result.feedback, metrics=result.metrics, eval_time_s=result.eval_time_s, prompt_id=None, completion=None)])
-        self._index([root], [self.task.initial_program], [result.reward])
-        self.archive.set_population(0, [root])
-        print(f"[helix] initial program: reward {result.reward:.6g} ({result.status}); {result.feedback[:200]}", flush=True)
-
-    def _index(self, ids: list[int], codes: list[str], rewards: list[float]) -> None:
-        emb = self.embedder.embed(codes)
-        self.archive.put_embeddings(ids, emb)
-        self.index.add(emb)
-        self.pool_ids.extend(ids)
-        self.pool_rewards.extend(rewards)
-
-    def sample_parents(self, epoch: int, rng: np.random.Generator):
-        from population.sampling import sample_parents
-
-        _, pop_ids = self.archive.get_population()
-        rewards = self.archive.rewards(pop_ids)
-        picks = sample_parents(rewards, self.cfg.trainer.prompts_per_epoch, rng, mode=self.cfg.population.parent_sampling)
-        return [self.archive.get(pop_ids[i]) for i in picks]
-
-    def add_children(self, epoch: int, rows: list[dict], is_program: list[bool]) -> list[int]:
-        """Archive every child; programs also join the kNN index and the selection pool D."""
-        ids = self.archive.add_many(rows)
-        keep = [i for i, ok in enumerate(is_program) if ok]
-        if keep:
-            self._index([ids[i] for i in keep], [rows[i]["code"] for i in keep], [rows[i]["reward"] for i in keep])
-        return ids
-
-    def select(self, epoch: int, rng: np.random.Generator) -> tuple[list[int], np.ndarray, np.ndarray]:
-        """P_{t+1} = strategy(D) on (reward, Div) over every program ever generated.
-
-        Returns the survivors' archive ids, Div of every pool row, and the survivors' pool rows."""
-        from population.selection import select
-
-        diversity = self.index.diversity()
-        chosen = select(self.cfg.selection.strategy, np.asarray(self.pool_rewards), diversity, self.cfg.population.size, rng)
-        ids = [self.pool_ids[i] for i in chosen]
-        self.archive.set_population(epoch, ids)
-        return ids, diversity, chosen
-
-
 def _seed_everything(seed: int) -> None:
     import random
 
@@ -138,38 +71,13 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _evaluate_children(evo: Evolution, jobs: list[Job], outputs: list[list[tuple]], epoch: int, progress: bool):
-    """Apply each completion's edits to its parent and evaluate the programs in the sandbox."""
-    from rollout.edits import EditError, child_program
-
-    rows, is_program, codes, where = [], [], [], []
-    for job, group in zip(jobs, outputs):
-        for g, (_, text, _) in enumerate(group):
-            row = dict(parent_id=job.parent_id, epoch=epoch, prompt_id=f"e{epoch}-p{job.index}-g{g}", completion=text)
-            try:
-                code = child_program(job.parent_code, text, evo.task.entry_function)
-            except EditError as err:
-                row.update(code=job.parent_code, reward=0.0, valid=False, feedback=f"Edit not applied: {err}",
-                           metrics={"edit_failed": 1.0}, eval_time_s=0.0)
-                is_program.append(False)
-            else:
-                row["code"] = code
-                codes.append(code)
-                where.append(len(rows))
-                is_program.append(True)
-            rows.append(row)
-    for i, result in zip(where, evo.evaluator.evaluate_many(codes, progress=progress)):
-        rows[i].update(reward=result.reward, valid=result.valid, feedback=result.feedback,
-                       metrics=dict(result.metrics, status_ok=float(result.status == "ok")), eval_time_s=result.eval_time_s)
-    return rows, is_program
-
-
 def run(cfg: HelixConfig, config_stem: str, info: DistInfo) -> Path | None:
     from rollout.engines import SamplingParams, build_engine
     from rollout.prompts import PromptBuilder
     from tasks import load_task
     from train.learner import Learner, Sample
     from train.models import load_policy
+    from train.evolution import Evolution, evaluate_children
     from train.run_dir import RunDir, table_header, table_row
 
     _seed_everything(cfg.run.seed)
@@ -207,10 +115,11 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo) -> Path | None:
         jobs, dropped = None, 0
         if info.is_main:  # 1-2. sample parents, build their prompts
             jobs = []
-            for j, parent in enumerate(evo.sample_parents(epoch, rng)):
-                prompt = builder.build(parent, evo.archive.ancestors(parent.id, cfg.rollout.n_ancestors), parent.id)
+            for j, parent in enumerate(evo.sample_parents(rng)):
+                sol = parent.solution
+                prompt = builder.build(sol, evo.archive.ancestors(sol.id, cfg.rollout.n_ancestors), sol.id)
                 dropped += len(prompt.dropped)
-                jobs.append(Job(j, parent.id, parent.code, prompt.token_ids))
+                jobs.append(Job(j, sol.id, sol.code, prompt.token_ids, parent.tag))
         jobs = broadcast(jobs, info)
 
         # 3. G rollouts per prompt, each rank its own share of the prompts
@@ -229,7 +138,7 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo) -> Path | None:
             outputs = [group for part, _ in gathered for group in part]
             gen_time = max(t for _, t in gathered)
             t_eval = time.perf_counter()
-            rows, is_program = _evaluate_children(evo, jobs, outputs, epoch, progress)
+            rows, is_program = evaluate_children(evo, jobs, outputs, epoch, progress)
             eval_time = time.perf_counter() - t_eval
             rewards = [[rows[j * G + g]["reward"] for g in range(G)] for j in range(len(jobs))]
         rewards = broadcast(rewards, info)
@@ -244,8 +153,8 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo) -> Path | None:
 
         if info.is_main:  # 6-7. archive, embed, kNN diversity, selection
             t_sel = time.perf_counter()
-            ids = evo.add_children(epoch, rows, is_program)
-            pop_ids, diversity, chosen = evo.select(epoch, rng)
+            ids = evo.add_children(rows, is_program, [job.tag for job in jobs for _ in range(G)])
+            diversity, chosen = evo.select(epoch, rng)
             select_time = time.perf_counter() - t_sel
             best = evo.archive.best()
             if best is not None:
@@ -260,7 +169,7 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo) -> Path | None:
                 best_reward=best.reward if best else 0.0, valid_frac=float(np.mean([r["valid"] for r in rows])),
                 edit_fail_frac=1.0 - float(np.mean(is_program)), diversity_mean=float(pop_div.mean()),
                 child_diversity_mean=child_div, archive_size=evo.archive.count(),
-                pool_size=len(evo.pool_ids), population_size=len(pop_ids), prompt_items_dropped=dropped,
+                pool_size=len(evo.pool_ids), population_size=len(chosen), embedded=evo.embedded_last, prompt_items_dropped=dropped,
                 completion_len_mean=n_tokens / len(rows),
                 truncated_frac=float(np.mean([c[2] for group in outputs for c in group])),
                 gen_tokens=n_tokens, gen_tokens_per_s=n_tokens / max(gen_time, 1e-9), gen_time_s=gen_time,

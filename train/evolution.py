@@ -1,0 +1,128 @@
+"""Rank 0's evolutionary state: the archive D, the kNN index over programs, the population P_t.
+
+The selection pool is every child that is a program (a completion whose edits applied),
+with its reward, its eq.-6 diversity, and the tag of the population slot it was prompted
+from. Children whose edits failed are archived with their lineage and feedback, but they
+are no new program, so they neither join the pool nor pull their parent's diversity to 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from train.config import HelixConfig
+
+
+@dataclass(frozen=True)
+class Parent:
+    solution: object  # population.archive.Solution
+    tag: int  # the slot's tag, inherited by every child of this prompt
+
+
+class Evolution:
+    def __init__(self, cfg: HelixConfig, archive_path: Path, task, evaluator):
+        from population.archive import Archive
+        from population.diversity import KnnIndex
+        from population.embedding import Embedder
+        from population.selection import make_strategy
+
+        self.cfg = cfg
+        self.task = task
+        self.evaluator = evaluator
+        self.archive = Archive(archive_path)
+        self.embedder = Embedder(cfg.population.embedder, batch_size=cfg.population.embed_batch_size,
+                                 canonical=cfg.population.canonicalize)
+        self.index = KnnIndex(cfg.population.knn_k)
+        self.strategy = make_strategy(cfg.selection.strategy, n_islands=cfg.selection.n_islands,
+                                      reset_every=cfg.selection.reset_every)
+        self.pool_ids: list[int] = []  # archive id of each pool (= kNN index) row
+        self.pool_rewards: list[float] = []
+        self.pool_valid: list[bool] = []
+        self.pool_tags: list[int] = []
+        self.pop_ids: list[int] = []
+        self.pop_tags: list[int] = []
+        self.embedded_last = 0
+        if self.archive.count():
+            raise RuntimeError(f"{archive_path} already holds a run; choose a new run.name (resume is not implemented yet)")
+        self._seed()
+
+    def _seed(self) -> None:
+        """Epoch 0: the task's starter program, evaluated like any child, seeds the population."""
+        result = self.evaluator.evaluate(self.task.initial_program)
+        (root,) = self.archive.add_many([dict(
+            parent_id=None, epoch=0, code=self.task.initial_program, reward=result.reward, valid=result.valid,
+            feedback=result.feedback, metrics=result.metrics, eval_time_s=result.eval_time_s, prompt_id=None, completion=None)])
+        self._index([root], [self.task.initial_program], [result.reward], [result.valid], [-1])
+        self.select(0, np.random.default_rng([self.cfg.run.seed, 0]))
+        print(f"[helix] initial program: reward {result.reward:.6g} ({result.status}); {result.feedback[:200]}", flush=True)
+
+    def _index(self, ids, codes, rewards, valid, tags) -> None:
+        emb, hashes, self.embedded_last = self.embedder.embed_cached(codes, self.archive.cached_embedding)
+        self.archive.put_embeddings(ids, emb, hashes)
+        self.index.add(emb)
+        self.pool_ids.extend(ids)
+        self.pool_rewards.extend(rewards)
+        self.pool_valid.extend(valid)
+        self.pool_tags.extend(tags)
+
+    def sample_parents(self, rng: np.random.Generator) -> list[Parent]:
+        from population.sampling import sample_parents
+
+        rewards = self.archive.rewards(self.pop_ids)
+        slots = sample_parents(rewards, self.cfg.trainer.prompts_per_epoch, rng, mode=self.cfg.population.parent_sampling)
+        return [Parent(self.archive.get(self.pop_ids[s]), self.pop_tags[s]) for s in slots]
+
+    def add_children(self, rows: list[dict], is_program: list[bool], tags: list[int]) -> list[int]:
+        """Archive every child; programs also join the kNN index and the selection pool."""
+        ids = self.archive.add_many(rows)
+        self.embedded_last = 0
+        keep = [i for i, ok in enumerate(is_program) if ok]
+        if keep:
+            self._index([ids[i] for i in keep], [rows[i]["code"] for i in keep], [rows[i]["reward"] for i in keep],
+                        [rows[i]["valid"] for i in keep], [tags[i] for i in keep])
+        return ids
+
+    def select(self, epoch: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """P_{t+1} = strategy(D) on (reward, Div). Returns Div of every pool row and the survivors' rows."""
+        from population.selection import Pool
+
+        diversity = self.index.diversity()
+        rows = np.arange(len(self.pool_ids))
+        if not self.cfg.selection.include_invalid and any(self.pool_valid):
+            rows = rows[np.asarray(self.pool_valid)]
+        pool = Pool(np.asarray(self.pool_rewards)[rows], diversity[rows], np.asarray(self.pool_tags)[rows], epoch)
+        chosen, tags = self.strategy.select(pool, self.cfg.population.size, rng)
+        chosen = rows[chosen]
+        self.pop_ids = [self.pool_ids[i] for i in chosen]
+        self.pop_tags = [int(t) for t in tags]
+        self.archive.set_population(epoch, self.pop_ids, self.pop_tags)
+        return diversity, chosen
+
+
+def evaluate_children(evo: Evolution, jobs: list, outputs: list[list[tuple]], epoch: int, progress: bool):
+    """Apply each completion's edits to its parent and evaluate the programs in the sandbox."""
+    from rollout.edits import EditError, child_program
+
+    rows, is_program, codes, where = [], [], [], []
+    for job, group in zip(jobs, outputs):
+        for g, (_, text, _) in enumerate(group):
+            row = dict(parent_id=job.parent_id, epoch=epoch, prompt_id=f"e{epoch}-p{job.index}-g{g}", completion=text)
+            try:
+                code = child_program(job.parent_code, text, evo.task.entry_function)
+            except EditError as err:
+                row.update(code=job.parent_code, reward=0.0, valid=False, feedback=f"Edit not applied: {err}",
+                           metrics={"edit_failed": 1.0}, eval_time_s=0.0)
+                is_program.append(False)
+            else:
+                row["code"] = code
+                codes.append(code)
+                where.append(len(rows))
+                is_program.append(True)
+            rows.append(row)
+    for i, result in zip(where, evo.evaluator.evaluate_many(codes, progress=progress)):
+        rows[i].update(reward=result.reward, valid=result.valid, feedback=result.feedback,
+                       metrics=dict(result.metrics, status_ok=float(result.status == "ok")), eval_time_s=result.eval_time_s)
+    return rows, is_program
