@@ -155,6 +155,15 @@ class Archive:
             out.append(np.frombuffer(r[0], dtype=np.float32))
         return np.stack(out) if out else np.zeros((0, 0), dtype=np.float32)
 
+    def program_ids(self, max_epoch: int | None = None) -> np.ndarray:
+        """Ids of the solutions that are programs (they have an embedding), up to an epoch."""
+        bound = (1 << 62) if max_epoch is None else max_epoch
+        rows = self.db.execute("SELECT id FROM solutions WHERE embedding IS NOT NULL AND epoch <= ? ORDER BY id", (bound,))
+        return np.array([r[0] for r in rows], dtype=np.int64)
+
+    def top(self, k: int) -> list[Solution]:
+        return [_row(r) for r in self.db.execute(_SELECT + " ORDER BY reward DESC, id ASC LIMIT ?", (k,))]
+
     def cached_embedding(self, code_hash: str) -> np.ndarray | None:
         r = self.db.execute("SELECT embedding FROM solutions WHERE code_hash = ? AND embedding IS NOT NULL LIMIT 1", (code_hash,)).fetchone()
         return None if r is None else np.frombuffer(r[0], dtype=np.float32).copy()

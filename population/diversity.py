@@ -53,6 +53,16 @@ class KnnIndex:
         self.emb = np.zeros((0, 0), dtype=np.float32)
         self.topk = np.zeros((0, k), dtype=np.float32)
 
+    @classmethod
+    def from_state(cls, k: int, emb: np.ndarray, topk: np.ndarray) -> "KnnIndex":
+        """Rebuild from saved normalised embeddings and their top-k neighbour similarities."""
+        if topk.shape != (len(emb), k):
+            raise ValueError(f"topk must have shape {(len(emb), k)}, got {topk.shape}")
+        index = cls(k)
+        index.emb = np.asarray(emb, dtype=np.float32)
+        index.topk = np.asarray(topk, dtype=np.float32)
+        return index
+
     def __len__(self) -> int:
         return len(self.topk)
 
@@ -75,3 +85,14 @@ class KnnIndex:
 
     def diversity(self) -> np.ndarray:
         return _div_from_topk(self.topk.astype(np.float64))
+
+
+def make_knn_index(kind: str, k: int):
+    """``exact`` (default, chunked matrix products) or ``faiss`` (HNSW, for very large archives)."""
+    if kind == "exact":
+        return KnnIndex(k)
+    if kind == "faiss":
+        from population.ann import FaissKnnIndex
+
+        return FaissKnnIndex(k)
+    raise ValueError(f"unknown knn index {kind!r}; valid: exact, faiss")

@@ -3,6 +3,7 @@
 # run with unchanged requirements installs nothing and returns in about a second.
 #   bash scripts/setup.sh            # core + test tools
 #   bash scripts/setup.sh --gpu      # GPU node: adds vllm and deepspeed from PyPI
+#   bash scripts/setup.sh --ann      # adds faiss-cpu for population.knn_index: faiss
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
@@ -10,8 +11,9 @@ PY="${PYTHON:-python3}"
 EXTRA="test"
 for arg in "$@"; do
   case "$arg" in
-    --gpu) EXTRA="test,gpu" ;;
-    *) echo "setup.sh: unknown option '$arg' (valid: --gpu)" >&2; exit 2 ;;
+    --gpu) EXTRA="$EXTRA,gpu" ;;
+    --ann) EXTRA="$EXTRA,ann" ;;
+    *) echo "setup.sh: unknown option '$arg' (valid: --gpu, --ann)" >&2; exit 2 ;;
   esac
 done
 

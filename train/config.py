@@ -78,6 +78,7 @@ class TrainerConfig:
 class PopulationConfig:
     size: int = 32  # |P_t| kept by selection
     knn_k: int = 5  # k in eq. 6
+    knn_index: Literal["exact", "faiss"] = "exact"  # faiss: approximate HNSW for very large archives
     embedder: str = "all-minilm-l6-v2"
     embed_batch_size: int = 32
     canonicalize: bool = True

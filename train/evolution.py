@@ -25,7 +25,7 @@ class Parent:
 class Evolution:
     def __init__(self, cfg: HelixConfig, archive_path: Path, task, evaluator):
         from population.archive import Archive
-        from population.diversity import KnnIndex
+        from population.diversity import make_knn_index
         from population.embedding import Embedder
         from population.selection import make_strategy
 
@@ -35,7 +35,7 @@ class Evolution:
         self.archive = Archive(archive_path)
         self.embedder = Embedder(cfg.population.embedder, batch_size=cfg.population.embed_batch_size,
                                  canonical=cfg.population.canonicalize)
-        self.index = KnnIndex(cfg.population.knn_k)
+        self.index = make_knn_index(cfg.population.knn_index, cfg.population.knn_k)
         self.strategy = make_strategy(cfg.selection.strategy, n_islands=cfg.selection.n_islands,
                                       reset_every=cfg.selection.reset_every)
         self.pool_ids: list[int] = []  # archive id of each pool (= kNN index) row

@@ -1,0 +1,107 @@
+"""Inspect a HELIX archive: the best solutions, one solution's lineage with the diffs between
+generations, and the Pareto front (reward, Div) of an epoch's population.
+
+    .venv/bin/python scripts/inspect_archive.py runs/latest top -k 10
+    .venv/bin/python scripts/inspect_archive.py runs/latest lineage 42
+    .venv/bin/python scripts/inspect_archive.py runs/latest front --epoch 3
+
+RUN is a run directory (its archive.sqlite and config.yaml are used) or an archive file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+import yaml  # noqa: E402
+
+from population.archive import Archive  # noqa: E402
+from population.diversity import knn_diversity  # noqa: E402
+
+
+def _paths(run: str) -> tuple[Path, int]:
+    path = Path(run)
+    archive = path / "archive.sqlite" if path.is_dir() else path
+    if not archive.is_file():
+        raise SystemExit(f"inspect_archive: no archive at {archive}")
+    k = 5
+    config = archive.parent / "config.yaml"
+    if config.is_file():
+        k = yaml.safe_load(config.read_text())["population"]["knn_k"]
+    return archive, k
+
+
+def _line(text: str, width: int = 90) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def cmd_top(arch: Archive, args) -> None:
+    print(f"{'id':>6} {'epoch':>5} {'parent':>6} {'reward':>12} valid  feedback")
+    for s in arch.top(args.k):
+        print(f"{s.id:>6} {s.epoch:>5} {s.parent_id if s.parent_id is not None else '-':>6} {s.reward:>12.8g} "
+              f"{'yes' if s.valid else 'no ':>5}  {_line(s.feedback)}")
+
+
+def cmd_lineage(arch: Archive, args) -> None:
+    chain = arch.lineage(args.id)
+    for depth, s in enumerate(chain):
+        print(f"=== generation {depth}: solution {s.id} (epoch {s.epoch}), reward {s.reward:.8g}, "
+              f"{'valid' if s.valid else 'invalid'}\n    feedback: {_line(s.feedback, 200)}")
+        if depth == 0:
+            print("\n".join("    " + line for line in s.code.splitlines()) if args.code else "    (root program; --code shows it)")
+        else:
+            diff = difflib.unified_diff(chain[depth - 1].code.splitlines(), s.code.splitlines(),
+                                        f"solution {chain[depth - 1].id}", f"solution {s.id}", lineterm="")
+            print("\n".join("    " + line for line in diff) or "    (no code change)")
+
+
+def cmd_front(arch: Archive, args, k: int) -> None:
+    epoch, ids = arch.get_population(args.epoch)
+    if not ids:
+        raise SystemExit("inspect_archive: the archive has no population yet")
+    programs = arch.program_ids(epoch)
+    row_of = {int(i): r for r, i in enumerate(programs)}
+    members = sorted(set(ids) & set(row_of))
+    emb = arch.get_embeddings(programs)
+    div = knn_diversity(arch.get_embeddings(members), emb, k, np.array([row_of[i] for i in members]))
+    rewards = arch.rewards(members)
+    front = [i for i in range(len(members)) if not any(
+        rewards[j] >= rewards[i] and div[j] >= div[i] and (rewards[j] > rewards[i] or div[j] > div[i]) for j in range(len(members)))]
+    print(f"epoch {epoch}: population of {len(ids)} slots, {len(front)} on the Pareto front of (reward, Div), k={k}, "
+          f"Div over {len(programs)} programs")
+    print(f"{'id':>6} {'reward':>12} {'Div':>8}")
+    for i in sorted(front, key=lambda i: -rewards[i]):
+        print(f"{members[i]:>6} {rewards[i]:>12.8g} {div[i]:>8.4f}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run", help="run directory or archive.sqlite")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("top", help="the best solutions")
+    p.add_argument("-k", type=int, default=10)
+    p = sub.add_parser("lineage", help="a solution's ancestors and the diffs between generations")
+    p.add_argument("id", type=int)
+    p.add_argument("--code", action="store_true", help="print the root program in full")
+    p = sub.add_parser("front", help="the Pareto front of an epoch's population")
+    p.add_argument("--epoch", type=int, default=None, help="default: the latest")
+    args = parser.parse_args(argv)
+    archive, k = _paths(args.run)
+    with Archive(archive) as arch:
+        if args.command == "top":
+            cmd_top(arch, args)
+        elif args.command == "lineage":
+            cmd_lineage(arch, args)
+        else:
+            cmd_front(arch, args, k)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
