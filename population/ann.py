@@ -38,10 +38,12 @@ class FaissKnnIndex:
         sims, rows = self.index.search(queries, min(n, self.index.ntotal))
         return np.where(rows >= 0, sims, -np.inf).astype(np.float32), rows
 
-    def add(self, emb: np.ndarray) -> None:
+    def add(self, emb: np.ndarray, batch: int = 2048) -> None:
         new = normalise(emb)
-        if len(new) == 0:
-            return
+        for start in range(0, len(new), batch):  # bounded memory for a big batch (e.g. a rebuild)
+            self._add(new[start : start + batch])
+
+    def _add(self, new: np.ndarray) -> None:
         if self.index is None:
             self.index = self.faiss.IndexHNSWFlat(new.shape[1], self.hnsw_m, self.faiss.METRIC_INNER_PRODUCT)
             self.index.hnsw.efSearch = self.ef_search

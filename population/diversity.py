@@ -48,9 +48,12 @@ def knn_diversity(query: np.ndarray, base: np.ndarray, k: int, self_index: np.nd
 
 
 class KnnIndex:
+    """Exact, incremental: every item's top-k neighbour similarities, updated as items arrive."""
+
     def __init__(self, k: int):
         self.k = k
-        self.emb = np.zeros((0, 0), dtype=np.float32)
+        self._emb = np.zeros((0, 0), dtype=np.float32)  # capacity grows by doubling; rows [:n] are live
+        self._n = 0
         self.topk = np.zeros((0, k), dtype=np.float32)
 
     @classmethod
@@ -59,28 +62,46 @@ class KnnIndex:
         if topk.shape != (len(emb), k):
             raise ValueError(f"topk must have shape {(len(emb), k)}, got {topk.shape}")
         index = cls(k)
-        index.emb = np.asarray(emb, dtype=np.float32)
+        index._emb = np.array(emb, dtype=np.float32)
+        index._n = len(emb)
         index.topk = np.asarray(topk, dtype=np.float32)
         return index
 
-    def __len__(self) -> int:
-        return len(self.topk)
+    @property
+    def emb(self) -> np.ndarray:
+        return self._emb[: self._n]
 
-    def add(self, emb: np.ndarray, chunk: int = 8192) -> None:
+    def __len__(self) -> int:
+        return self._n
+
+    def _append(self, new: np.ndarray) -> None:
+        need = self._n + len(new)
+        if need > len(self._emb):
+            grown = np.zeros((max(need, 2 * len(self._emb), 1024), new.shape[1]), dtype=np.float32)
+            if self._n:
+                grown[: self._n] = self.emb
+            self._emb = grown
+        self._emb[self._n : need] = new
+        self._n = need
+
+    def add(self, emb: np.ndarray, batch: int = 2048, chunk: int = 16384) -> None:
         new = normalise(emb)
-        if len(new) == 0:
-            return
-        if len(self) == 0:
-            self.emb = np.zeros((0, new.shape[1]), dtype=np.float32)
+        for start in range(0, len(new), batch):  # bounded memory for a big batch (e.g. a rebuild)
+            self._add(new[start : start + batch], chunk)
+
+    def _add(self, new: np.ndarray, chunk: int) -> None:
         inner = new @ new.T
         np.fill_diagonal(inner, -np.inf)
-        cross = np.empty((len(new), len(self)), dtype=np.float32)
-        for start in range(0, len(self), chunk):  # update old items' neighbour lists with the newcomers
-            block = new @ self.emb[start : start + chunk].T  # (m, c)
-            cross[:, start : start + chunk] = block
-            self.topk[start : start + chunk] = _topk_rows(np.concatenate([self.topk[start : start + chunk], block.T], 1), self.k)
-        new_topk = _topk_rows(np.concatenate([cross, inner], 1), self.k)
-        self.emb = np.concatenate([self.emb, new])
+        new_topk = _topk_rows(inner, self.k)
+        for start in range(0, self._n, chunk):
+            block = new @ self._emb[start : min(start + chunk, self._n)].T  # (m, c)
+            new_topk = _topk_rows(np.concatenate([new_topk, block], 1), self.k)
+            # Only old items whose best newcomer beats their current k-th neighbour change.
+            rows = np.flatnonzero(block.max(axis=0) > self.topk[start : start + block.shape[1], -1])
+            if rows.size:
+                old = self.topk[start + rows]
+                self.topk[start + rows] = _topk_rows(np.concatenate([old, block[:, rows].T], 1), self.k)
+        self._append(new)
         self.topk = np.concatenate([self.topk, new_topk.astype(np.float32)])
 
     def diversity(self) -> np.ndarray:
