@@ -18,6 +18,7 @@ What it does (deterministic and idempotent: canonicalize(canonicalize(c)) == can
 from __future__ import annotations
 
 import ast
+import bisect
 import io
 import tokenize
 
@@ -87,7 +88,10 @@ def _relayout(code: str) -> str:
     if spans is None:
         drop = _guessed_docstrings(tokens)
     else:
-        drop = {i for i, t in enumerate(tokens) if any(s <= t.start < e for s, e in spans)}
+        spans.sort()  # bare string statements never nest: the candidate span is the last start <= token
+        starts = [s for s, _ in spans]
+        drop = {i for i, t in enumerate(tokens)
+                if (j := bisect.bisect_right(starts, t.start) - 1) >= 0 and t.start < spans[j][1]}
         drop |= {i + 1 for i in drop if i + 1 < len(tokens) and tokens[i + 1].string == ";"}  # '"doc"; x = 1'
 
     def text(tok) -> str:  # the token's own source text (exact even where tokenize rewrites it)

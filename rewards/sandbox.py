@@ -157,9 +157,14 @@ def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None):
 
 
 def _run(code: str, entry: str, timeout_s: float, memory_mb: int, ids: tuple[int, int] | None) -> RunResult:
-    workdir = tempfile.mkdtemp(prefix="helix-sandbox-")
+    try:
+        workdir = tempfile.mkdtemp(prefix="helix-sandbox-")
+    except OSError as exc:  # e.g. a full disk: this program's result is lost, not the trainer
+        return RunResult("crash", error=f"the sandbox could not create its working directory: {exc}")
     try:
         return _run_in(workdir, code, entry, timeout_s, memory_mb, ids)
+    except OSError as exc:
+        return RunResult("crash", error=f"the sandbox failed: {exc}")
     finally:
         _remove(workdir)
 
