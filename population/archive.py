@@ -1,12 +1,15 @@
 """The solution archive D: every program ever generated, with its lineage, in SQLite (WAL).
 
-Why SQLite: one file, crash-safe transactions (a SIGKILL mid-write loses at most the
-uncommitted batch), and indexed recursive queries for ancestors at 10^6 rows.
+Why SQLite: one file, atomic transactions (a SIGKILL mid-write loses at most the batch whose
+commit had not returned; a committed batch is never torn), and an index on parent_id so the
+recursive ancestor query stays cheap at 10^6 rows. Embeddings live beside their row as
+float32 BLOBs, keyed also by the hash of the canonical code so identical code is embedded once.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +31,9 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _FIELDS = ("id", "parent_id", "epoch", "code", "reward", "valid", "feedback", "metrics", "eval_time_s", "prompt_id", "completion")
 _SELECT = "SELECT " + ", ".join(_FIELDS) + " FROM solutions"
+_REQUIRED = ("parent_id", "epoch", "code", "reward", "valid", "feedback")
+_OPTIONAL = {"metrics": {}, "eval_time_s": 0.0, "prompt_id": None, "completion": None}
+_IN_CHUNK = 500  # ids per "IN (...)" query, well under SQLite's bound-variable limit
 
 
 @dataclass(frozen=True)
@@ -49,13 +55,37 @@ def _row(r) -> Solution:
     return Solution(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], json.loads(r[7]), r[8], r[9], r[10])
 
 
+def _json_default(obj):
+    """Metrics often hold numpy scalars or arrays; store them as plain JSON numbers/lists."""
+    if isinstance(obj, (np.generic, np.ndarray)):
+        return obj.tolist()
+    raise TypeError(f"metric value of type {type(obj).__name__} is not JSON serialisable")
+
+
+def _params(i: int, row: dict) -> tuple:
+    missing = [f for f in _REQUIRED if f not in row]
+    unknown = sorted(set(row) - set(_REQUIRED) - set(_OPTIONAL))
+    if missing or unknown:
+        raise ValueError(f"archive row {i}: missing fields {missing}, unknown fields {unknown}; "
+                         f"a row holds {list(_REQUIRED) + list(_OPTIONAL)}")
+    row = {**_OPTIONAL, **row}
+    reward, eval_time = float(row["reward"]), float(row["eval_time_s"])
+    if math.isnan(reward) or math.isnan(eval_time):  # SQLite would store NULL and reject the whole batch
+        raise ValueError(f"archive row {i} (prompt {row['prompt_id']!r}): reward {reward} / eval_time_s "
+                         f"{eval_time} is NaN; the evaluator must map a NaN score to reward 0 with feedback")
+    parent = None if row["parent_id"] is None else int(row["parent_id"])
+    return (parent, int(row["epoch"]), str(row["code"]), reward, int(bool(row["valid"])), str(row["feedback"]),
+            json.dumps(row["metrics"] or {}, default=_json_default), eval_time, row["prompt_id"], row["completion"])
+
+
 class Archive:
     def __init__(self, path: str | Path):
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path)
+        self.path = path
+        self.db = sqlite3.connect(path, timeout=30.0)  # a reader (inspect CLI) may hold the lock briefly
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("PRAGMA synchronous=FULL")  # a committed batch survives even power loss
         self.db.executescript(_SCHEMA)
         self.db.commit()
 
@@ -68,39 +98,55 @@ class Archive:
     def close(self) -> None:
         self.db.close()
 
+    # ---- solutions -------------------------------------------------------------------
     def add_many(self, rows: list[dict]) -> list[int]:
-        """Insert a batch in one transaction: after a crash it is there entirely or not at all."""
+        """Insert a batch in one transaction: after a crash it is there entirely or not at all.
+
+        A row may name a parent inserted earlier in the same batch."""
+        params = [_params(i, row) for i, row in enumerate(rows)]  # validate everything before writing
         ids = []
         with self.db:
-            for row in rows:
+            for p in params:
                 cur = self.db.execute(
-                    "INSERT INTO solutions (parent_id, epoch, code, reward, valid, feedback, metrics, eval_time_s, prompt_id, completion)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    (row["parent_id"], row["epoch"], row["code"], float(row["reward"]), int(bool(row["valid"])), row["feedback"],
-                     json.dumps(row.get("metrics", {})), float(row.get("eval_time_s", 0.0)), row.get("prompt_id"), row.get("completion")))
+                    "INSERT INTO solutions (parent_id, epoch, code, reward, valid, feedback, metrics, eval_time_s, "
+                    "prompt_id, completion) VALUES (?,?,?,?,?,?,?,?,?,?)", p)
                 ids.append(cur.lastrowid)
         return ids
 
     def get(self, sid: int) -> Solution:
         r = self.db.execute(_SELECT + " WHERE id = ?", (int(sid),)).fetchone()
         if r is None:
-            raise KeyError(f"solution {sid} is not in the archive")
+            raise KeyError(f"solution {sid} is not in the archive ({self.path}, {self.count()} solutions)")
         return _row(r)
 
+    def _many(self, column: str, ids) -> dict:
+        """id -> column for the given ids, in chunked IN queries (O(len(ids)), not O(archive))."""
+        ids = [int(i) for i in ids]
+        out = {}
+        for start in range(0, len(ids), _IN_CHUNK):
+            part = ids[start : start + _IN_CHUNK]
+            q = f"SELECT id, {column} FROM solutions WHERE id IN ({','.join('?' * len(part))})"
+            out.update(self.db.execute(q, part).fetchall())
+        missing = [i for i in ids if i not in out]
+        if missing:
+            raise KeyError(f"solutions {missing[:10]} are not in the archive ({self.path})")
+        return out
+
     def ancestors(self, sid: int, n: int) -> list[Solution]:
-        """Parent first, then grandparent, ... at most n (one recursive query)."""
+        """Parent first, then grandparent, ... at most n (one recursive query over the parent index)."""
+        self.get(sid)  # a missing id is an error, not an empty lineage
         if n <= 0:
             return []
         rows = self.db.execute(
             "WITH RECURSIVE up(id, depth) AS (SELECT parent_id, 1 FROM solutions WHERE id = ? "
             "UNION ALL SELECT s.parent_id, up.depth + 1 FROM solutions s JOIN up ON s.id = up.id WHERE up.depth < ?) "
             f"SELECT {', '.join('s.' + f for f in _FIELDS)} FROM up JOIN solutions s ON s.id = up.id ORDER BY up.depth",
-            (int(sid), n)).fetchall()
+            (int(sid), int(n))).fetchall()
         return [_row(r) for r in rows]
 
     def lineage(self, sid: int) -> list[Solution]:
         """Root ... sid."""
-        return list(reversed(self.ancestors(sid, 1 << 30))) + [self.get(sid)]
+        return list(reversed(self.ancestors(sid, 1 << 62))) + [self.get(sid)]
 
     def children(self, sid: int) -> list[Solution]:
         return [_row(r) for r in self.db.execute(_SELECT + " WHERE parent_id = ? ORDER BY id", (int(sid),))]
@@ -109,28 +155,36 @@ class Archive:
         return self.db.execute("SELECT COUNT(*) FROM solutions").fetchone()[0]
 
     def best(self) -> Solution | None:
+        """Highest reward among valid solutions (earliest on ties); None if none is valid."""
         r = self.db.execute(_SELECT + " WHERE valid = 1 ORDER BY reward DESC, id ASC LIMIT 1").fetchone()
         return _row(r) if r else None
+
+    def top(self, k: int) -> list[Solution]:
+        return [_row(r) for r in self.db.execute(_SELECT + " ORDER BY reward DESC, id ASC LIMIT ?", (k,))]
 
     def all_ids(self) -> np.ndarray:
         return np.array([r[0] for r in self.db.execute("SELECT id FROM solutions ORDER BY id")], dtype=np.int64)
 
     def rewards(self, ids) -> np.ndarray:
-        lookup = dict(self.db.execute("SELECT id, reward FROM solutions"))
+        lookup = self._many("reward", ids)
         return np.array([lookup[int(i)] for i in ids], dtype=np.float64)
 
+    # ---- populations -----------------------------------------------------------------
     def set_population(self, epoch: int, ids: list[int], tags: list[int] | None = None) -> None:
         """P_epoch as ordered slots; ``tags`` label each slot (the island, for the islands strategy)."""
         tags = [-1] * len(ids) if tags is None else list(tags)
+        if len(tags) != len(ids):
+            raise ValueError(f"{len(tags)} tags for {len(ids)} population slots")
         with self.db:
-            self.db.execute("DELETE FROM populations WHERE epoch = ?", (epoch,))
+            self.db.execute("DELETE FROM populations WHERE epoch = ?", (int(epoch),))
             self.db.executemany("INSERT INTO populations VALUES (?,?,?,?)",
-                                [(epoch, k, int(i), int(t)) for k, (i, t) in enumerate(zip(ids, tags))])
+                                [(int(epoch), k, int(i), int(t)) for k, (i, t) in enumerate(zip(ids, tags))])
 
     def population_tags(self, epoch: int) -> list[int]:
         return [r[0] for r in self.db.execute("SELECT tag FROM populations WHERE epoch = ? ORDER BY position", (epoch,))]
 
     def get_population(self, epoch: int | None = None) -> tuple[int, list[int]]:
+        """(epoch, ids) for the given epoch, or the latest one if None; (-1, []) if none is stored."""
         if epoch is None:
             r = self.db.execute("SELECT MAX(epoch) FROM populations").fetchone()
             if r[0] is None:
@@ -139,21 +193,34 @@ class Archive:
         ids = [r[0] for r in self.db.execute("SELECT solution_id FROM populations WHERE epoch = ? ORDER BY position", (epoch,))]
         return epoch, ids
 
+    # ---- embeddings --------------------------------------------------------------------
     def put_embeddings(self, ids, emb: np.ndarray, hashes: list[str] | None = None) -> None:
+        """Store each row's embedding (float32 BLOB) and, optionally, its canonical-code hash,
+        which ``cached_embedding`` looks up so identical code is never embedded twice."""
+        ids = [int(i) for i in ids]
         emb = np.ascontiguousarray(emb, dtype=np.float32)
-        hashes = hashes or [None] * len(emb)
+        hashes = [None] * len(ids) if hashes is None else list(hashes)
+        if (emb.ndim != 2 and len(ids)) or len(emb) != len(ids) or len(hashes) != len(ids):
+            raise ValueError(f"put_embeddings: {len(ids)} ids, embeddings of shape {emb.shape}, {len(hashes)} hashes")
         with self.db:
-            self.db.executemany("UPDATE solutions SET embedding = ?, code_hash = ? WHERE id = ?",
-                                [(e.tobytes(), h, int(i)) for i, e, h in zip(ids, emb, hashes)])
+            cur = self.db.executemany("UPDATE solutions SET embedding = ?, code_hash = ? WHERE id = ?",
+                                      [(e.tobytes(), h, i) for i, e, h in zip(ids, emb, hashes)])
+            if cur.rowcount != len(ids):
+                self._many("id", ids)  # raises KeyError naming the missing ids; the transaction rolls back
 
     def get_embeddings(self, ids) -> np.ndarray:
-        out = []
-        for i in ids:
-            r = self.db.execute("SELECT embedding FROM solutions WHERE id = ?", (int(i),)).fetchone()
-            if r is None or r[0] is None:
-                raise KeyError(f"solution {i} has no stored embedding")
-            out.append(np.frombuffer(r[0], dtype=np.float32))
+        """(n, d) float32 in the order of ``ids``; KeyError if one has none stored."""
+        blobs = self._many("embedding", ids)
+        missing = [int(i) for i in ids if blobs[int(i)] is None]
+        if missing:
+            raise KeyError(f"solutions {missing[:10]} have no stored embedding")
+        out = [np.frombuffer(blobs[int(i)], dtype=np.float32) for i in ids]
         return np.stack(out) if out else np.zeros((0, 0), dtype=np.float32)
+
+    def cached_embedding(self, code_hash: str) -> np.ndarray | None:
+        r = self.db.execute("SELECT embedding FROM solutions WHERE code_hash = ? AND embedding IS NOT NULL LIMIT 1",
+                            (code_hash,)).fetchone()
+        return None if r is None else np.frombuffer(r[0], dtype=np.float32).copy()
 
     def program_ids(self, max_epoch: int | None = None) -> np.ndarray:
         """Ids of the solutions that are programs (they have an embedding), up to an epoch."""
@@ -161,16 +228,10 @@ class Archive:
         rows = self.db.execute("SELECT id FROM solutions WHERE embedding IS NOT NULL AND epoch <= ? ORDER BY id", (bound,))
         return np.array([r[0] for r in rows], dtype=np.int64)
 
-    def top(self, k: int) -> list[Solution]:
-        return [_row(r) for r in self.db.execute(_SELECT + " ORDER BY reward DESC, id ASC LIMIT ?", (k,))]
-
-    def cached_embedding(self, code_hash: str) -> np.ndarray | None:
-        r = self.db.execute("SELECT embedding FROM solutions WHERE code_hash = ? AND embedding IS NOT NULL LIMIT 1", (code_hash,)).fetchone()
-        return None if r is None else np.frombuffer(r[0], dtype=np.float32).copy()
-
+    # ---- run metadata ------------------------------------------------------------------
     def set_meta(self, key: str, value: str) -> None:
         with self.db:
-            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
 
     def get_meta(self, key: str) -> str | None:
         r = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

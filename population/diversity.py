@@ -1,23 +1,38 @@
 """kNN embedding diversity, paper eq. 6: Div(s_i) = 1 - mean cosine similarity to its k nearest
 neighbours among all solutions ever generated, itself excluded.
 
-Pure numpy on L2-normalised rows. ``KnnIndex`` keeps every item's current top-k similarities,
-so adding m items to an archive of N costs one m x N product, not N x N.
+Pure numpy on L2-normalised rows (cosine = dot product). Conventions, chosen so the score is
+always finite and defined:
+- fewer than k others: the mean runs over all the others there are;
+- no others at all (a lone solution, or an empty base): Div = 1.0, maximally novel;
+- a zero vector stays zero after normalisation: cosine 0 to everything, never NaN;
+- exact duplicates have cosine 1, so k duplicates give Div = 0.
+
+``KnnIndex`` keeps every item's current top-k similarities, so adding m items to an archive
+of N costs one m x N product (O(m N d)), never the N x N one.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+_BLOCK_ELEMS = 1 << 25  # similarity-block budget (float32): 128 MiB whatever the archive size
+
 
 def normalise(x: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm (float32). Non-finite input is a bug upstream: say so."""
     x = np.asarray(x, dtype=np.float32)
+    if x.ndim != 2:
+        raise ValueError(f"embeddings must be a 2-D (n, d) array, got shape {x.shape}")
+    if not np.isfinite(x).all():
+        bad = np.flatnonzero(~np.isfinite(x).all(axis=1))
+        raise ValueError(f"embeddings contain NaN or inf in rows {bad[:10].tolist()}")
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     return x / np.where(norms > 0, norms, 1.0)  # a zero vector stays zero: similarity 0, never NaN
 
 
 def _div_from_topk(topk: np.ndarray) -> np.ndarray:
-    """Mean over the finite entries of each row; a solution with no neighbours at all gets 1.0."""
+    """1 - mean over the finite entries of each row (-inf pads absent neighbours); none: 1.0."""
     finite = np.isfinite(topk)
     count = finite.sum(1)
     total = np.where(finite, topk, 0.0).sum(1)
@@ -34,64 +49,103 @@ def _topk_rows(sims: np.ndarray, k: int) -> np.ndarray:
     return -np.sort(-part, axis=1)
 
 
+def _check_k(k: int) -> int:
+    if int(k) != k or k < 1:
+        raise ValueError(f"k (population.knn_k) must be an integer >= 1, got {k!r}")
+    return int(k)
+
+
 def knn_diversity(query: np.ndarray, base: np.ndarray, k: int, self_index: np.ndarray | None = None,
                   chunk: int = 4096) -> np.ndarray:
+    """Eq. 6 for each query row against ``base``, exactly, by blocked matrix products.
+
+    ``self_index[i]`` is the row of query i inside ``base`` (excluded from its neighbours); without
+    it every base row counts. ``chunk`` bounds the query rows per block; blocks are further
+    shrunk so one block never exceeds ~128 MiB however large the base is.
+    """
+    k = _check_k(k)
     q, b = normalise(query), normalise(base)
+    if len(q) and len(b) and q.shape[1] != b.shape[1]:
+        raise ValueError(f"query dimension {q.shape[1]} differs from base dimension {b.shape[1]}")
+    if self_index is not None:
+        self_index = np.asarray(self_index, dtype=np.int64).reshape(-1)
+        if len(self_index) != len(q):
+            raise ValueError(f"self_index has {len(self_index)} entries for {len(q)} queries")
+        if len(self_index) and (self_index.min() < 0 or self_index.max() >= len(b)):
+            raise ValueError(f"self_index must lie in [0, {len(b)}), got range "
+                             f"[{self_index.min()}, {self_index.max()}]")
+    step = max(1, min(int(chunk), _BLOCK_ELEMS // max(len(b), 1)))
     out = np.empty(len(q), dtype=np.float64)
-    for start in range(0, len(q), chunk):
-        sims = q[start : start + chunk] @ b.T
+    for start in range(0, len(q), step):
+        sims = q[start : start + step] @ b.T if len(b) else np.zeros((len(q[start : start + step]), 0), np.float32)
         if self_index is not None:
-            rows = np.arange(len(sims))
-            sims[rows, np.asarray(self_index[start : start + chunk])] = -np.inf
-        out[start : start + chunk] = _div_from_topk(_topk_rows(sims, k))
+            sims[np.arange(len(sims)), self_index[start : start + step]] = -np.inf
+        out[start : start + step] = _div_from_topk(_topk_rows(sims, k).astype(np.float64))
     return out
 
 
 class KnnIndex:
-    """Exact, incremental: every item's top-k neighbour similarities, updated as items arrive."""
+    """Exact, incremental: every item's top-k neighbour similarities, updated as items arrive.
+
+    ``diversity()`` equals ``knn_diversity(all, all, k, self_index=arange(N))`` at all times.
+    """
 
     def __init__(self, k: int):
-        self.k = k
+        self.k = _check_k(k)
         self._emb = np.zeros((0, 0), dtype=np.float32)  # capacity grows by doubling; rows [:n] are live
         self._n = 0
-        self.topk = np.zeros((0, k), dtype=np.float32)
+        self.topk = np.zeros((0, self.k), dtype=np.float32)  # descending, -inf where fewer than k others
 
     @classmethod
     def from_state(cls, k: int, emb: np.ndarray, topk: np.ndarray) -> "KnnIndex":
         """Rebuild from saved normalised embeddings and their top-k neighbour similarities."""
-        if topk.shape != (len(emb), k):
-            raise ValueError(f"topk must have shape {(len(emb), k)}, got {topk.shape}")
+        emb = np.array(emb, dtype=np.float32)
+        if emb.ndim != 2 or np.shape(topk) != (len(emb), k):
+            raise ValueError(f"need emb (N, d) and topk (N, {k}); got {emb.shape} and {np.shape(topk)}")
         index = cls(k)
-        index._emb = np.array(emb, dtype=np.float32)
+        index._emb = emb
         index._n = len(emb)
-        index.topk = np.asarray(topk, dtype=np.float32)
+        index.topk = np.array(topk, dtype=np.float32)
         return index
 
     @property
     def emb(self) -> np.ndarray:
+        """The live normalised embeddings, (N, d)."""
         return self._emb[: self._n]
+
+    @property
+    def dim(self) -> int | None:
+        return self._emb.shape[1] if self._n else None
 
     def __len__(self) -> int:
         return self._n
 
     def _append(self, new: np.ndarray) -> None:
         need = self._n + len(new)
-        if need > len(self._emb):
+        if need > len(self._emb) or self._emb.shape[1] != new.shape[1]:
             grown = np.zeros((max(need, 2 * len(self._emb), 1024), new.shape[1]), dtype=np.float32)
             if self._n:
-                grown[: self._n] = self.emb
+                grown[: self._n] = self._emb[: self._n]
             self._emb = grown
         self._emb[self._n : need] = new
         self._n = need
 
     def add(self, emb: np.ndarray, batch: int = 2048, chunk: int = 16384) -> None:
+        """Add m items: their top-k against everything, and old items' top-k against them.
+
+        ``batch`` caps newcomers per step and ``chunk`` old items per block, bounding memory to
+        batch x chunk similarities even when a whole archive is re-added at once."""
         new = normalise(emb)
-        for start in range(0, len(new), batch):  # bounded memory for a big batch (e.g. a rebuild)
+        if len(new) == 0:
+            return
+        if self._n and new.shape[1] != self._emb.shape[1]:
+            raise ValueError(f"embedding dimension {new.shape[1]} differs from the index's {self._emb.shape[1]}")
+        for start in range(0, len(new), batch):
             self._add(new[start : start + batch], chunk)
 
     def _add(self, new: np.ndarray, chunk: int) -> None:
         inner = new @ new.T
-        np.fill_diagonal(inner, -np.inf)
+        np.fill_diagonal(inner, -np.inf)  # an item is never its own neighbour
         new_topk = _topk_rows(inner, self.k)
         for start in range(0, self._n, chunk):
             block = new @ self._emb[start : min(start + chunk, self._n)].T  # (m, c)
@@ -105,6 +159,7 @@ class KnnIndex:
         self.topk = np.concatenate([self.topk, new_topk.astype(np.float32)])
 
     def diversity(self) -> np.ndarray:
+        """Eq. 6 for every item added so far, (N,) float64."""
         return _div_from_topk(self.topk.astype(np.float64))
 
 

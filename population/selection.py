@@ -29,8 +29,14 @@ class Pool:
     epoch: int = 0
 
     def __post_init__(self):
-        if np.shape(self.rewards) != np.shape(self.diversity):
-            raise ValueError(f"rewards {np.shape(self.rewards)} and diversity {np.shape(self.diversity)} differ in shape")
+        if np.ndim(self.rewards) != 1 or np.shape(self.rewards) != np.shape(self.diversity):
+            raise ValueError(f"rewards {np.shape(self.rewards)} and diversity {np.shape(self.diversity)} must be "
+                             "1-D arrays of the same length")
+        for name in ("rewards", "diversity"):
+            bad = np.flatnonzero(np.isnan(np.asarray(getattr(self, name), dtype=np.float64)))
+            if bad.size:  # NaN is incomparable: every ordering below would be silently arbitrary
+                raise ValueError(f"selection: {name} is NaN at rows {bad[:10].tolist()}; rewards must be numbers "
+                                 "(the evaluator maps a failed score to 0 with feedback)")
 
     def tag_array(self) -> np.ndarray:
         return np.full(len(self.rewards), -1) if self.tags is None else np.asarray(self.tags)
@@ -63,19 +69,28 @@ class _Stateless:
 
     def select(self, pool: Pool, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         n = len(pool.rewards)
-        rows = np.arange(n) if n <= size else np.asarray(self.fn(pool.rewards, pool.diversity, size, rng), dtype=np.int64)
+        if size < 0:
+            raise ValueError(f"population size must be >= 0, got {size}")
+        if n <= size:  # everything survives; no strategy needed
+            rows = np.arange(n)
+        else:
+            rows = np.asarray(self.fn(pool.rewards, pool.diversity, size, rng), dtype=np.int64).reshape(-1)
+            if len(rows) != size or len(np.unique(rows)) != size or rows.min(initial=0) < 0 or rows.max(initial=0) >= n:
+                raise RuntimeError(f"selection strategy {getattr(self.fn, '__name__', self.fn)!r} returned {rows.tolist()[:20]}"
+                                   f"; it must return {size} distinct rows in [0, {n})")
         return rows, pool.tag_array()[rows]
 
 
 def make_strategy(name: str, **options) -> Strategy:
     if name not in SELECTION_STRATEGIES:
-        near = difflib.get_close_matches(name, list(SELECTION_STRATEGIES), n=1, cutoff=0.0)
+        near = difflib.get_close_matches(str(name).lower(), list(SELECTION_STRATEGIES), n=1, cutoff=0.0) or ["-"]
         raise ValueError(f"unknown selection strategy {name!r}; did you mean {near[0]!r}? valid: {sorted(SELECTION_STRATEGIES)}")
     return SELECTION_STRATEGIES[name](**options)
 
 
 def select(name: str, rewards: np.ndarray, diversity: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
-    """One-shot selection by name (rows only), for strategies that need no history."""
+    """One-shot selection by name: ``min(size, N)`` distinct row indices (for strategies that
+    need no history; a stateful one such as islands starts from its defaults)."""
     pool = Pool(np.asarray(rewards, dtype=np.float64), np.asarray(diversity, dtype=np.float64))
     return make_strategy(name).select(pool, size, rng)[0]
 
@@ -86,13 +101,22 @@ def _top(keys: list[np.ndarray], size: int) -> np.ndarray:
     return order[:size]
 
 
+def nondominated_fronts(rewards: np.ndarray, diversity: np.ndarray, n_stop: int | None = None) -> list[np.ndarray]:
+    """Pareto fronts of (reward, Div), both maximised, best first (pymoo's sorting on the raw
+    array). With ``n_stop``, only the fronts needed to rank at least that many rows."""
+    F = -np.column_stack([rewards, diversity]).astype(np.float64)  # pymoo minimises
+    return [np.asarray(f, dtype=np.int64) for f in NonDominatedSorting().do(F, n_stop_if_ranked=n_stop)]
+
+
 @register_strategy("nsga2")
 def nsga2(rewards, diversity, size, rng):
-    F = -np.column_stack([rewards, diversity])  # pymoo minimises
-    fronts = NonDominatedSorting().do(F, n_stop_if_ranked=size)
+    """Whole fronts while they fit; the front that does not fit keeps its largest crowding
+    distances (pymoo's, with extremes infinite), random among equals."""
+    F = -np.column_stack([rewards, diversity]).astype(np.float64)
     chosen: list[int] = []
-    for front in fronts:
-        front = np.asarray(front)
+    for front in nondominated_fronts(rewards, diversity, n_stop=size):
+        if len(chosen) == size:
+            break
         if len(chosen) + len(front) <= size:
             chosen.extend(front.tolist())
             continue

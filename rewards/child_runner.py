@@ -1,50 +1,116 @@
 """Runs inside the sandboxed child: import the candidate, call its entry function, write JSON.
 
-Invoked as ``python -I child_runner.py PROGRAM ENTRY RESULT_PATH``. Only JSON leaves this
-process; the parent decides the reward from the returned value alone.
+Invoked by ``rewards.sandbox`` as ``python child_runner.py PROGRAM ENTRY RESULT_PATH MAX_BYTES``.
+Only JSON leaves this process (never pickle), and only as an artefact: the parent recomputes
+the reward from it, so whatever the program prints, patches or forges here cannot raise it.
 """
 
+import builtins
 import json
-import math
+import linecache
+import os
 import sys
 import traceback
+import types
+
+# Taken before the program runs, so a program that patches builtins.open or json.dumps for its
+# own purposes does not also break the reporting of its result.
+_open, _dumps, _isinstance, _exit = builtins.open, json.dumps, builtins.isinstance, os._exit
+MAX_DEPTH = 32
+SHOWN_NAME = "program.py"
+
+
+class BadOutput(Exception):
+    """The entry function returned something that cannot be turned into JSON."""
 
 
 def to_jsonable(value, depth=0):
-    if depth > 20:
-        raise ValueError("result nested too deeply")
-    if value is None or isinstance(value, (bool, int, str)):
+    """numpy arrays -> nested lists, numpy scalars -> int/float, tuples -> lists; NaN/inf stay floats."""
+    if depth > MAX_DEPTH:
+        raise BadOutput(f"the result is nested more than {MAX_DEPTH} levels deep (or contains itself)")
+    if value is None or _isinstance(value, (bool, int, float, str)):
         return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)  # "nan"/"inf" arrive as strings: verifier rejects them
-    if hasattr(value, "tolist"):  # numpy arrays and scalars
+    np = sys.modules.get("numpy")
+    if np is not None and _isinstance(value, (np.ndarray, np.generic)):
+        if value.dtype.kind not in "biuf":
+            raise BadOutput(f"numpy array of dtype {value.dtype} is not numeric")
         return to_jsonable(value.tolist(), depth + 1)
-    if isinstance(value, dict):
+    if _isinstance(value, dict):
         return {str(k): to_jsonable(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if _isinstance(value, (list, tuple)):
         return [to_jsonable(v, depth + 1) for v in value]
-    raise TypeError(f"cannot return a value of type {type(value).__name__}")
+    if callable(getattr(value, "tolist", None)):  # other array types
+        return to_jsonable(value.tolist(), depth + 1)
+    raise BadOutput(f"cannot return a value of type {type(value).__name__}; return numbers, lists, tuples, "
+                    "dicts or numpy arrays")
+
+
+def _text(exc: BaseException) -> str:
+    try:
+        return str(exc)[:800]
+    except BaseException:  # noqa: BLE001 - an exception class with a broken __str__
+        return "(the exception's message could not be turned into text)"
+
+
+def user_traceback(exc: BaseException) -> str:
+    """Only the frames in the candidate program: the runner is noise to the LLM."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == SHOWN_NAME]
+    lines = [f'  File "program.py", line {f.lineno}, in {f.name}\n' + (f"    {f.line.strip()}\n" if f.line else "")
+             for f in frames[-6:]]
+    return "".join(lines)[-1500:]
+
+
+def run(program: str, entry: str) -> dict:
+    phase = "load"
+    try:
+        with _open(program, encoding="utf-8") as fh:
+            source = fh.read()
+        # Compiled as plain "program.py" so tracebacks and warnings carry no temp paths.
+        linecache.cache[SHOWN_NAME] = (len(source), None, source.splitlines(True), SHOWN_NAME)
+        module = types.ModuleType("program")
+        module.__file__ = program
+        sys.modules["program"] = module  # so the program's own classes/functions resolve as a module
+        exec(compile(source, SHOWN_NAME, "exec"), module.__dict__)  # noqa: S102 - this process is the sandbox
+        fn = getattr(module, entry, None)
+        if not callable(fn):
+            names = sorted(n for n in vars(module) if not n.startswith("_") and callable(vars(module)[n]))
+            raise NameError(f"the program does not define the required function {entry}() "
+                            f"(it defines: {', '.join(names[:12]) or 'no functions'})")
+        phase = "call"
+        returned = fn()
+    except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are program errors too
+        return {"ok": False, "kind": "error", "phase": phase, "error": type(exc).__name__,
+                "message": _text(exc), "traceback": user_traceback(exc)}
+    try:
+        return {"ok": True, "value": to_jsonable(returned)}
+    except Exception as exc:  # noqa: BLE001 - e.g. a tolist() that raises: the result is unusable
+        return {"ok": False, "kind": "bad_output", "error": type(exc).__name__, "message": _text(exc)}
 
 
 def main() -> None:
-    program, entry, result_path = sys.argv[1:4]
-    out = {}
+    program, entry, result_path, max_bytes = sys.argv[1:5]
+    sys.argv = [program]  # the program sees a plain argv
+    if sys.path and sys.path[0] == __file__.rsplit("/", 1)[0]:
+        del sys.path[0]  # the rewards/ folder is not the program's business
+    out = run(program, entry)
     try:
-        namespace = {"__name__": "candidate", "__file__": program}
-        with open(program) as fh:
-            code = compile(fh.read(), "program.py", "exec")
-        exec(code, namespace)  # noqa: S102 - this process is the sandbox
-        fn = namespace.get(entry)
-        if not callable(fn):
-            raise NameError(f"the program does not define the required function {entry}()")
-        out = {"ok": True, "value": to_jsonable(fn())}
-    except BaseException as exc:  # noqa: BLE001 - report everything, SystemExit included
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == "program.py"]
-        tb = "".join(traceback.format_list(frames[-5:]))
-        out = {"ok": False, "error": type(exc).__name__, "message": str(exc)[:1000], "traceback": tb[-2000:]}
-    with open(result_path, "w") as fh:
-        json.dump(out, fh)
+        text = _dumps(out, allow_nan=True)
+    except (ValueError, TypeError, RecursionError) as exc:  # e.g. an int with more than 4300 digits
+        text = _dumps({"ok": False, "kind": "bad_output", "error": type(exc).__name__, "message": _text(exc)})
+    if len(text) > int(max_bytes):
+        size = len(text) / 2**20
+        text = _dumps({"ok": False, "kind": "bad_output", "error": "ResultTooLarge",
+                       "message": f"the returned value is {size:.1f} MB as JSON, over the {int(max_bytes) / 2**20:g} MB limit"})
+    with _open(result_path, "w", encoding="utf-8") as fh:
+        fh.write(text)
 
 
 if __name__ == "__main__":
     main()
+    try:
+        sys.stdout.flush()
+    except BaseException:  # noqa: BLE001 - the program may have replaced or closed stdout
+        pass
+    # Skip interpreter teardown: atexit hooks, __del__ methods and threads the program left behind
+    # would otherwise run after the result is written (and could hang until the time limit).
+    _exit(0)

@@ -1,14 +1,21 @@
-"""Evaluate many candidate programs in parallel sandboxes and turn results into trusted rewards."""
+"""Evaluate candidate programs in parallel sandboxes and turn what they return into trusted rewards.
+
+The reward comes only from ``task.verify`` applied, here in the parent, to the JSON artefact the
+program returned; nothing the program prints or claims is used. Feedback is short, bounded text
+meant for the next prompt: what went wrong, where in the program, and what the limits are.
+"""
 
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+import signal
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
-from rewards.sandbox import run_program
+from rewards.sandbox import RunResult, run_program
 
 FEEDBACK_LIMIT = 2000
+STATUSES = ("ok", "invalid", "error", "timeout", "crash", "bad_output")
 
 
 @dataclass(frozen=True)
@@ -18,42 +25,94 @@ class Evaluation:
     feedback: str
     metrics: dict[str, float] = field(default_factory=dict)
     eval_time_s: float = 0.0
-    status: str = "ok"  # ok | invalid | error | timeout | crash | bad_output
+    status: str = "ok"  # one of STATUSES
 
 
-def _bounded(text: str) -> str:
-    return text if len(text) <= FEEDBACK_LIMIT else text[: FEEDBACK_LIMIT - 20] + "\n...(truncated)"
+def _bounded(text: str, limit: int = FEEDBACK_LIMIT) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 16].rstrip() + "\n...(truncated)"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 class Evaluator:
-    """Thread pool whose threads each drive one sandboxed subprocess; the GIL is not a bottleneck."""
+    """A thread pool whose threads each drive one sandboxed subprocess (the GIL is no bottleneck)."""
 
     def __init__(self, task, workers: int | None = None, timeout_s: float | None = None, memory_mb: int | None = None):
         self.task = task
-        self.workers = workers or os.cpu_count() or 1
-        self.timeout_s = timeout_s or task.timeout_s
-        self.memory_mb = memory_mb or task.memory_mb
+        self.workers = int(workers) if workers is not None else (os.cpu_count() or 1)
+        self.timeout_s = float(timeout_s) if timeout_s is not None else float(task.timeout_s)
+        self.memory_mb = int(memory_mb) if memory_mb is not None else int(task.memory_mb)
+        for name, value in (("workers", self.workers), ("timeout_s", self.timeout_s), ("memory_mb", self.memory_mb)):
+            if not value > 0:
+                raise ValueError(f"Evaluator {name} must be > 0, got {value!r}")
 
     def evaluate(self, code: str) -> Evaluation:
         run = run_program(code, self.task.entry_function, self.timeout_s, self.memory_mb)
-        timing = f" (ran {run.elapsed_s:.2f} s)"
+        took = f"(evaluated in {run.elapsed_s:.2f} s)"
         if run.status != "ok":
-            text = f"{run.status}: {run.error.strip()}"
-            if run.output_tail.strip():
-                text += f"\nlast output:\n{run.output_tail[-500:]}"
-            return Evaluation(0.0, False, _bounded(text + timing), {}, run.elapsed_s, run.status)
+            return Evaluation(0.0, False, _bounded(self._failure_text(run) + "\n" + took), {}, run.elapsed_s, run.status)
         verdict = self.task.verify(run.value)
-        status = "ok" if verdict.valid else "invalid"
-        reward = verdict.reward if verdict.valid else 0.0
-        return Evaluation(reward, verdict.valid, _bounded(verdict.feedback + timing), dict(verdict.metrics), run.elapsed_s, status)
+        valid = bool(verdict.valid)
+        reward = float(verdict.reward) if valid else 0.0
+        status = "ok" if valid else "invalid"
+        metrics = {str(k): float(v) for k, v in dict(verdict.metrics).items()}
+        return Evaluation(reward, valid, _bounded(f"{verdict.feedback}\n{took}"), metrics, run.elapsed_s, status)
+
+    def _failure_text(self, run: RunResult) -> str:
+        entry = self.task.entry_function
+        if run.status == "timeout":
+            text = (f"timeout: {entry}() did not return within the {self.timeout_s:g} s limit and was stopped. "
+                    "Make it faster: fewer iterations, vectorised numpy, or stop early and return the best so far.")
+        elif run.status == "error":
+            text = f"error while loading the program: {run.error}" if run.phase == "load" else \
+                f"error: {entry}() raised {run.error}"
+            if run.error.startswith("MemoryError"):
+                text += f" (memory limit {self.memory_mb} MB)"
+            if run.traceback:
+                text += f"\nTraceback (program frames only):\n{run.traceback.rstrip()[-900:]}"
+        elif run.status == "bad_output":
+            text = f"bad output: {run.error}"
+        elif run.returncode is None:
+            text = f"crash: {run.error}"
+        elif run.returncode < 0:
+            name = _signal_name(-run.returncode)
+            hint = {"SIGKILL": f"killed, most often for exceeding the memory limit of {self.memory_mb} MB",
+                    "SIGSEGV": f"a segmentation fault, often from running out of memory ({self.memory_mb} MB limit)",
+                    "SIGXCPU": "the CPU-time limit", "SIGABRT": "an abort, e.g. a failed allocation in a C extension",
+                    }.get(name)
+            text = f"crash: the program died from {name}" + (f" ({hint})" if hint else "") + " before returning a result"
+        else:
+            text = (f"crash: the program exited with code {run.returncode} before {entry}() returned "
+                    f"(sys.exit/os._exit?); {entry}() must return its result")
+        if run.output_tail.strip():
+            text += f"\nLast output:\n{run.output_tail.strip()[-400:]}"
+        return text
 
     def evaluate_many(self, codes: list[str], progress: bool = False) -> list[Evaluation]:
+        """Same order as ``codes``; up to ``workers`` sandboxes at once."""
+        codes = list(codes)
         if not codes:
             return []
-        with ThreadPoolExecutor(max_workers=min(self.workers, len(codes))) as pool:
-            results = pool.map(self.evaluate, codes)
-            if progress:
-                from tqdm import tqdm
+        results: list[Evaluation | None] = [None] * len(codes)
+        bar = None
+        if progress:
+            from tqdm import tqdm
 
-                results = tqdm(results, total=len(codes), desc="evaluate", leave=False)
-            return list(results)
+            bar = tqdm(total=len(codes), desc="evaluate", leave=False)
+        try:
+            with ThreadPoolExecutor(max_workers=min(self.workers, len(codes))) as pool:
+                futures = {pool.submit(self.evaluate, code): i for i, code in enumerate(codes)}
+                for future in as_completed(futures):
+                    results[futures[future]] = future.result()
+                    if bar is not None:
+                        bar.update(1)
+        finally:
+            if bar is not None:
+                bar.close()
+        return results  # type: ignore[return-value]

@@ -1,195 +1,392 @@
-"""Hostile programs: each ends with reward 0 or its true reward, on time, leaving nothing behind."""
+"""Hostile programs: each ends with reward 0 or its true reward, on time, leaving no process or directory behind."""
 
 import glob
+import math
 import os
+import pwd
+import resource
+import shutil
 import socket
+import sys
 import tempfile
 import textwrap
 import time
 
 import pytest
 
-from rewards import Evaluator
+from rewards import Evaluator, isolation, run_program, sandbox
 from tasks import load_task
 
 TASK = load_task("circle_packing_26")
-TRUE = Evaluator(TASK).evaluate(TASK.initial_program).reward
 LIMIT = 3.0
+GRID_SUM = 2.5 + 0.1 * math.sqrt(2) - 0.1
+GRID = """
+import math
+def grid(scale=1.0):
+    centers = [[0.1 + 0.2 * i, 0.1 + 0.2 * j] for i in range(5) for j in range(5)] + [[0.2, 0.2]]
+    return centers, [0.1 * scale] * 25 + [(0.1 * math.sqrt(2) - 0.1) * scale]
+"""
+RESULT_PATH = "[a for a in open('/proc/self/cmdline').read().split(chr(0)) if 'result-' in a][0]"
+
+
+def program(body: str) -> str:
+    """A program with grid(scale): a valid packing whose sum of radii is GRID_SUM * scale."""
+    return GRID + textwrap.dedent(body)
 
 
 def evaluate(code, timeout=LIMIT, memory_mb=None):
     start = time.perf_counter()
     result = Evaluator(TASK, timeout_s=timeout, memory_mb=memory_mb).evaluate(textwrap.dedent(code))
-    assert time.perf_counter() - start < timeout + 3, "the limit did not hold"
+    assert time.perf_counter() - start < timeout + 3, "the time limit did not hold"
+    assert len(result.feedback) <= 2000 and (result.valid or result.reward == 0.0)
     return result
 
 
 def running(pid: int) -> bool:
-    """Alive and not a zombie (an orphan killed here is reparented to PID 1, which may not reap it)."""
+    """Alive and not a zombie (a killed orphan is reparented to PID 1, which may not reap it)."""
     try:
         with open(f"/proc/{pid}/stat") as fh:
-            state = fh.read().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError):
         return False
-    return state not in ("Z", "X")
 
 
-def with_starter(extra):
-    return TASK.initial_program + "\n" + textwrap.dedent(extra)
+def processes_mentioning(text: str) -> list[int]:
+    pids = []
+    for path in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(path, "rb") as fh:
+                if text.encode() in fh.read():
+                    pids.append(int(path.split("/")[2]))
+        except OSError:
+            pass
+    return [p for p in pids if running(p)]
 
 
 @pytest.fixture(autouse=True)
-def no_leftover_sandbox_dirs():
-    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "helix-sandbox-*")))
+def nothing_left_behind(monkeypatch):
+    """Sandboxes of this test get a private temp root, so other users of /tmp cannot confuse the check."""
+    root = tempfile.mkdtemp(prefix="helix-test-root-")
+    os.chmod(root, 0o755)
+    monkeypatch.setattr(tempfile, "tempdir", root)
     yield
-    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "helix-sandbox-*"))) <= before
+    left = [n for n in os.listdir(root) if n.startswith("helix-sandbox-")]
+    deadline = time.monotonic() + 2  # SIGKILLed processes take a moment to die
+    while (procs := processes_mentioning(root)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    shutil.rmtree(root, ignore_errors=True)
+    assert left == [], "temp dir left"
+    assert procs == [], "sandboxed process left"
+
+
+@pytest.fixture()
+def pid_dir():
+    """Where a sandboxed program may write pid files, whatever account it runs as."""
+    path = tempfile.mkdtemp(prefix="helix-test-", dir="/tmp")
+    os.chmod(path, 0o777)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def pids_in(path):
+    with open(path) as fh:
+        return [int(p) for p in fh.read().split()]
 
 
 def test_starter_program_scores_its_true_reward():
     r = evaluate(TASK.initial_program)
-    assert r.status == "ok" and r.valid and r.reward == pytest.approx(TRUE) and r.reward > 1
+    assert r.status == "ok" and r.valid and 0.9 < r.reward < 2.0 and r.reward == r.metrics["sum_radii"]
+    assert r.eval_time_s < 3 and "valid packing" in r.feedback
 
 
-def test_infinite_loop_times_out():
-    r = evaluate("def run_packing():\n    while True:\n        pass\n", timeout=1.5)
-    assert r.status == "timeout" and r.reward == 0.0 and "time limit" in r.feedback
+@pytest.mark.parametrize("loop", ["pass", "print('spam' * 1000)"])
+def test_infinite_loops_time_out(loop):
+    r = evaluate(f"def run_packing():\n    while True:\n        {loop}\n", timeout=1.5)
+    assert r.status == "timeout" and r.reward == 0.0 and "1.5 s limit" in r.feedback
+    assert 1.4 < r.eval_time_s < 2.5 and ("spam" in r.feedback) == ("spam" in loop)
 
 
 def test_exception_feedback_names_type_and_user_line():
-    r = evaluate("import numpy as np\n\ndef run_packing():\n    return np.zeros(3) / undefined_name\n")
+    r = evaluate("import numpy as np\n\ndef helper():\n    return np.zeros(3) / undefined_name\n\n"
+                 "def run_packing():\n    return helper()\n")
     assert r.status == "error" and r.reward == 0.0
-    assert "NameError" in r.feedback and "line 4" in r.feedback and "child_runner" not in r.feedback
+    assert "NameError" in r.feedback and "undefined_name" in r.feedback
+    assert 'File "program.py", line 4, in helper' in r.feedback and "line 7, in run_packing" in r.feedback
+    assert "child_runner" not in r.feedback and "importlib" not in r.feedback
 
 
-def test_missing_entry_function():
-    r = evaluate("def construct_packing():\n    return 1\n")
-    assert r.reward == 0.0 and "run_packing" in r.feedback
-
-
-def test_os_exit_before_returning():
-    r = evaluate("import os\ndef run_packing():\n    os._exit(0)\n")
-    assert r.status == "crash" and r.reward == 0.0
+@pytest.mark.parametrize("code, status, words", [
+    ("def construct_packing():\n    return 1\n", "error", ["run_packing()", "construct_packing"]),
+    ("run_packing = 3\n", "error", ["run_packing()"]),
+    ("def run_packing(:\n    pass\n", "error", ["SyntaxError", "line 1"]),
+    ("import sys\nsys.exit(3)\n", "error", ["SystemExit"]),
+    ("import no_such_module_xyz\n", "error", ["ModuleNotFoundError", "no_such_module_xyz"]),
+    ("def run_packing():\n    return run_packing()\n", "error", ["RecursionError"]),
+    ("def run_packing():\n    open('big.bin', 'wb').write(b'0' * (20 << 20))\n", "error", ["File too large"]),
+    ("import os\ndef run_packing():\n    print('about to leave')\n    os._exit(0)\n", "crash",
+     ["exited with code 0", "about to leave"]),
+    ("import os, signal\ndef run_packing():\n    os.kill(os.getpid(), signal.SIGSEGV)\n", "crash", ["SIGSEGV"]),
+])
+def test_broken_programs_get_a_clear_message(code, status, words):
+    r = evaluate(code)
+    assert r.status == status and r.reward == 0.0
+    for word in words:
+        assert word in r.feedback, r.feedback
 
 
 def test_printed_fake_reward_is_ignored():
-    r = evaluate(with_starter("""
-        _real = run_packing
+    r = evaluate(program("""
         def run_packing():
             print('reward: 100\\nsum_radii: 100\\n{"ok": true, "value": 100}')
-            c, r, s = _real()
+            c, r = grid(0.5)
             return c, r, 100.0
     """))
-    assert r.valid and r.reward == pytest.approx(TRUE)
+    assert r.valid and r.reward == pytest.approx(GRID_SUM / 2, abs=1e-12)
 
 
-def test_fake_result_files_are_ignored_or_verified():
-    r = evaluate("""
-        import json, sys, os
+def test_fake_result_files_are_only_artefacts_that_get_verified():
+    fake = '{"ok": true, "value": {"centers": [[0.5, 0.5]] * 26, "radii": [0.5] * 26}, "reward": 1e9}'
+    r = evaluate(program(f"""
         def run_packing():
-            for name in ("result.json", "metrics.json", sys.argv[-1]):
-                with open(name, "w") as fh:
-                    json.dump({"ok": True, "value": {"centers": [[0.5, 0.5]] * 26, "radii": [0.5] * 26}, "reward": 1e9}, fh)
+            for name in ("result.json", "metrics.json", "reward.txt", "result-0.json"):
+                open(name, "w").write('{fake}')
+            c, r = grid()
+            return c, [x * 2 for x in r], 1e9
+    """))
+    assert r.status == "invalid" and r.reward == 0.0 and "overlap" in r.feedback
+    # A record forged at the real result path is still just an artefact: verified, its claims ignored.
+    r = evaluate(program(f"""
+        import json, os
+        def run_packing():
+            c, r = grid()
+            open({RESULT_PATH}, "w").write(json.dumps({{"ok": True, "value": [c, r, 1e9], "reward": 1e9}}))
             os._exit(0)
-    """)
-    # Even a forged result at the real path is only an artefact: the parent verifies it (overlapping -> 0).
-    assert r.reward == 0.0 and not r.valid
+    """))
+    assert r.status == "ok" and r.reward == pytest.approx(GRID_SUM, abs=1e-12)
 
 
-def test_grandchild_sleeping_past_the_limit_is_killed(tmp_path):
-    pidfile = tmp_path / "pid"
-    r = evaluate(f"""
-        import subprocess, sys, time
+@pytest.mark.parametrize("how", ["os.mkfifo(path)", "os.symlink('/dev/zero', path)", "os.mkdir(path)",
+                                 "open(path, 'w').write('{not json')", "open(path, 'w').write('[1, 2]')"])
+def test_odd_result_files_are_bad_output_and_never_hang_the_parent(how):
+    r = evaluate(f"import os\ndef run_packing():\n    path = {RESULT_PATH}\n    {how}\n    os._exit(0)\n")
+    assert r.status == "bad_output" and r.reward == 0.0
+
+
+@pytest.mark.parametrize("spawn, count", [
+    ("p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n    fh.write(f'{p.pid} ')", 1),
+    ("for _ in range(150):\n        pid = os.fork()\n        if pid == 0:\n            time.sleep(60)\n"
+     "            os._exit(0)\n        fh.write(f'{pid} ')\n        fh.flush()", 150),
+])
+@pytest.mark.parametrize("netns", [True, False], ids=["netns", "killpg-only"])
+def test_descendants_sleeping_past_the_limit_are_killed(pid_dir, spawn, count, netns, monkeypatch):
+    if not netns:  # the process-group kill alone, as on machines without network namespaces
+        monkeypatch.setattr(sandbox, "_unshare", None)
+    pidfile = os.path.join(pid_dir, "pids")
+    r = evaluate(f"import os, subprocess, sys, time\ndef run_packing():\n    fh = open({pidfile!r}, 'w')\n"
+                 f"    {spawn}\n    fh.close()\n    time.sleep(60)\n", timeout=2)
+    assert r.status == "timeout" and r.reward == 0.0
+    pids = pids_in(pidfile)
+    deadline = time.monotonic() + 2  # SIGKILLed processes take a moment to die
+    while [p for p in pids if running(p)] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(pids) == count and [p for p in pids if running(p)] == []
+
+
+def test_grandchild_that_leaves_the_process_group_is_killed(pid_dir):
+    if not isolation().network:
+        pytest.skip("no network namespace here: a setsid() escaper outlives the run (documented in sandbox.py)")
+    pidfile = os.path.join(pid_dir, "pid")
+    r = evaluate(program(f"""
+        import os, subprocess, sys, time
         def run_packing():
-            p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-            open({str(pidfile)!r}, "w").write(str(p.pid))
-            time.sleep(60)
-    """, timeout=1.5)
-    assert r.status == "timeout"
-    pid = int(pidfile.read_text())
+            subprocess.Popen([sys.executable, "-c", "import os, time; open({pidfile!r}, 'w').write(str(os.getpid())); "
+                              "time.sleep(60)"], start_new_session=True)
+            while not os.path.exists({pidfile!r}):
+                time.sleep(0.01)
+            return grid()
+    """))
+    assert r.status == "ok" and r.reward == pytest.approx(GRID_SUM)
     time.sleep(0.2)
-    assert not running(pid)
+    assert not running(pids_in(pidfile)[0])
 
 
 def test_huge_stdout_is_bounded():
-    r = evaluate(with_starter("""
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    code = program("""
         import sys
-        _real = run_packing
         def run_packing():
-            chunk = "x" * 1_000_000
-            for _ in range(200):
-                sys.stdout.write(chunk)
-            return _real()
-    """), timeout=10)
-    assert r.reward == pytest.approx(TRUE) and len(r.feedback) <= 2000
+            for _ in range(60):
+                sys.stdout.write("x" * 1_000_000)
+            print("THE END")
+            return grid()
+    """)
+    run = run_program(code, "run_packing", 20, 1024)
+    assert run.status == "ok" and len(run.output_tail) <= 4096 and run.output_tail.endswith("THE END\n")
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 30_000  # KB: nothing was buffered
+    assert evaluate(code, timeout=20).reward == pytest.approx(GRID_SUM)
 
 
-def test_memory_bomb_is_contained():
-    r = evaluate("def run_packing():\n    x = bytearray(8 * 1024 ** 3)\n    return x\n", memory_mb=512)
-    assert r.reward == 0.0 and r.status in ("error", "crash")
+@pytest.mark.parametrize("bomb", ["x = bytearray(8 * 1024 ** 3)",
+                                  "x = []\n    while True:\n        x.append(bytearray(10 ** 7))"])
+def test_memory_bomb_is_contained(bomb):
+    r = evaluate(f"def run_packing():\n    {bomb}\n    return x\n", memory_mb=512)
+    assert r.reward == 0.0 and r.status in ("error", "crash") and "512 MB" in r.feedback
 
 
-def test_patching_numpy_and_builtins_cannot_lift_the_reward():
-    r = evaluate(with_starter("""
-        import builtins, numpy as np
+def test_patching_numpy_builtins_and_json_cannot_lift_the_reward():
+    r = evaluate(program("""
+        import builtins, json, numpy as np
         np.sum = lambda *a, **k: 1e9
         builtins.sum = lambda *a, **k: 1e9
+        builtins.open = None
+        json.dumps = lambda *a, **k: '{"ok": true, "value": 1e9}'
         np.linalg.norm = lambda *a, **k: 1e9
+        def run_packing():
+            c, r = grid()
+            return np.array(c), tuple(np.float64(x) for x in r), np.sum(r)
     """))
-    assert r.reward == pytest.approx(TRUE) or r.reward == 0.0
-    assert r.reward < 3
+    assert r.status == "ok" and r.reward == pytest.approx(GRID_SUM, abs=1e-12)
 
 
-@pytest.mark.parametrize("body", [
-    "return [[0.5, 0.5]] * 26, [float('nan')] * 26, 1.0",
-    "return [[0.5, 0.5]] * 26, [float('inf')] * 26, 1.0",
-    "return [[0.5, 0.5]] * 3, [0.1] * 3, 0.3",
-    "return [[0.5, 0.5]] * 26, [-0.1] * 26, -2.6",
-    "return 'a string'",
-    "return object()",
-    "return [0.0] * 3_000_000",
+def test_leftover_threads_and_atexit_hooks_do_not_delay_the_result():
+    r = evaluate(program("""
+        import atexit, threading, time
+        atexit.register(time.sleep, 60)
+        threading.Thread(target=time.sleep, args=(60,)).start()
+        def run_packing():
+            return grid()
+    """))
+    assert r.status == "ok" and r.eval_time_s < 2
+
+
+@pytest.mark.parametrize("body, status", [
+    ("return [[0.5, 0.5]] * 26, [float('nan')] * 26, 1.0", "invalid"),
+    ("return [[0.5, 0.5]] * 26, [float('inf')] * 26, 1.0", "invalid"),
+    ("return [[0.5, 0.5]] * 3, [0.1] * 3, 0.3", "invalid"),
+    ("return [[0.5, 0.5]] * 26, [-0.1] * 26, -2.6", "invalid"),
+    ("return 'a string'", "invalid"),
+    ("return None", "invalid"),
+    ("return object()", "bad_output"),
+    ("return {1, 2}", "bad_output"),
+    ("x = []\n    x.append(x)\n    return x", "bad_output"),
+    ("return 10 ** 5000", "bad_output"),
+    ("return [0.0] * 3_000_000", "bad_output"),
 ])
-def test_bad_return_values_score_zero(body):
+def test_bad_return_values_score_zero(body, status):
     r = evaluate(f"def run_packing():\n    {body}\n")
-    assert r.reward == 0.0 and not r.valid and r.feedback
+    assert r.status == status and r.reward == 0.0 and not r.valid and r.feedback
 
 
 def test_network_is_unreachable_from_the_sandbox():
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(1)
-    port = server.getsockname()[1]
+    server.setblocking(False)
     try:
-        r = evaluate(with_starter(f"""
+        r = evaluate(program(f"""
             import socket
-            _real = run_packing
             def run_packing():
-                s = socket.socket()
-                s.settimeout(1)
-                s.connect(("127.0.0.1", {port}))
-                return _real()
+                socket.create_connection(("127.0.0.1", {server.getsockname()[1]}), timeout=1).close()
+                return grid()
         """))
+        if not isolation().network:  # documented fallback: the program keeps the host network
+            assert r.status == "ok"
+            return
+        assert r.status == "error" and "unreachable" in r.feedback and r.reward == 0.0
+        with pytest.raises(BlockingIOError):
+            server.accept()  # nobody connected
     finally:
         server.close()
-    # In its own network namespace the loopback is down: connect fails and the program errors.
-    assert r.reward == 0.0 and r.status == "error"
 
 
-def test_files_outside_the_workdir_cannot_be_reached_through_cwd(tmp_path):
-    r = evaluate(with_starter("""
-        import os
-        _real = run_packing
+def test_parallel_evaluate_many_keeps_order():
+    codes = [program(f"""
+        import time
         def run_packing():
-            open("scratch.txt", "w").write("x")
-            return _real()
-    """))
-    assert r.reward == pytest.approx(TRUE)  # writing in its own cwd is fine, and the dir is removed (fixture)
+            time.sleep(0.5)
+            c, r = grid({(i + 1) / 6})
+            return c, r, 1000.0
+    """) for i in range(6)]
+    codes[2] = "def run_packing():\n    raise ValueError('program 2')\n"
+    start = time.perf_counter()
+    results = Evaluator(TASK, workers=3, timeout_s=LIMIT).evaluate_many(codes, progress=True)
+    assert time.perf_counter() - start < 2.8  # 6 x 0.5 s serially
+    assert [r.status for r in results] == ["ok", "ok", "error", "ok", "ok", "ok"]
+    assert "program 2" in results[2].feedback
+    for i in (0, 1, 3, 4, 5):
+        assert results[i].reward == pytest.approx(GRID_SUM * (i + 1) / 6, abs=1e-12)
+    assert Evaluator(TASK).evaluate_many([]) == []
 
 
-def test_parallel_evaluation_keeps_order():
-    codes = [f"def run_packing():\n    raise ValueError('program {i}')\n" for i in range(6)]
-    codes[3] = TASK.initial_program
-    results = Evaluator(TASK, workers=2, timeout_s=LIMIT).evaluate_many(codes)
-    assert [r.valid for r in results] == [False, False, False, True, False, False]
-    for i, r in enumerate(results):
-        if i != 3:
-            assert f"program {i}" in r.feedback
+def test_many_short_parallel_runs_do_not_disturb_each_other():
+    codes = [program(f"def run_packing():\n    return grid({(i + 1) / 16})\n") for i in range(16)]
+    results = Evaluator(TASK, workers=4, timeout_s=10).evaluate_many(codes)
+    assert [r.status for r in results] == ["ok"] * 16
+    assert [r.reward for r in results] == pytest.approx([GRID_SUM * (i + 1) / 16 for i in range(16)], abs=1e-12)
+
+
+def test_environment_is_minimal_and_deterministic():
+    code = "import os\ndef probe():\n    return hash('abc'), sorted(os.environ), os.getcwd() == os.environ['HOME']\n"
+    first, second = (run_program(code, "probe", 10, 1024) for _ in range(2))
+    assert first.status == "ok" and first.value == second.value and first.value[2]
+    assert {"PATH", "HOME", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONHASHSEED"} <= set(first.value[1])
+    assert not {k for k in first.value[1] if k.startswith(("HF_", "WANDB", "CUDA", "AWS", "GITHUB"))}
+
+
+def test_evaluator_settings():
+    ev = Evaluator(TASK)
+    assert (ev.timeout_s, ev.memory_mb, ev.workers) == (60.0, 2048, os.cpu_count())
+    for bad in ({"timeout_s": 0}, {"memory_mb": -1}, {"workers": 0}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            Evaluator(TASK, **bad)
+
+
+def test_unprivileged_account_when_root(monkeypatch):
+    """The switch to `nobody`, run with the system Python (the venv's may sit where nobody cannot read)."""
+    if os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"):
+        pytest.skip("needs root and a system python")
+    try:
+        ids = (pwd.getpwnam("nobody").pw_uid, pwd.getpwnam("nobody").pw_gid)
+    except KeyError:
+        pytest.skip("no nobody account")
+    locked = tempfile.mkdtemp(prefix="helix-test-locked-", dir="/tmp")  # root-owned, 0700
+    monkeypatch.setattr(sys, "executable", "/usr/bin/python3")
+    code = f"""
+import os, time
+def attempt(action):
+    try:
+        action()
+        return True
+    except PermissionError:
+        return False
+def run_packing():
+    out = {{"uid": os.getuid(), "write": attempt(lambda: open({locked!r} + "/x", "w")),
+           "signal": attempt(lambda: os.kill(os.getppid(), 0)), "own_dir": attempt(lambda: open("f", "w"))}}
+    out["forks"] = 0
+    try:
+        for out["forks"] in range(1000):
+            if os.fork() == 0:
+                time.sleep(30)
+                os._exit(0)
+    except OSError:
+        pass
+    return out
+"""
+    try:
+        run = sandbox._run(code, "run_packing", 10, 512, ids)
+    finally:
+        shutil.rmtree(locked)
+    if run.status == "crash" and "could not start" in run.error:
+        pytest.skip("nobody cannot run /usr/bin/python3")
+    assert run.status == "ok", run
+    forks = run.value.pop("forks")
+    assert run.value == {"uid": ids[0], "write": False, "signal": False, "own_dir": True}
+    assert 0 < forks < sandbox.SANDBOX_NPROC  # RLIMIT_NPROC holds for nobody
+
+
+def test_isolation_report_matches_what_the_kernel_allows():
+    allowed = run_program("import ctypes\ndef probe():\n    return ctypes.CDLL(None).unshare(0x40000000)\n", "probe", 10, 1024)
+    assert allowed.status == "ok"
+    assert isolation().network == (allowed.value == 0 or allowed.net_isolated)
+    if os.geteuid() == 0:  # root may always unshare; if this fails, the sandbox's own call is broken
+        assert isolation().network and allowed.net_isolated

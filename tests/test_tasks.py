@@ -1,65 +1,209 @@
-import json
+"""Task registry, strict task.yaml validation, and the circle-packing verifier against hand-built packings."""
+
+import math
 import runpy
+import shutil
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from tasks import available_tasks, load_task
+import tasks.base
+from tasks import Verdict, available_tasks, load_task
 
 TASK = load_task("circle_packing_26")
+GAP = 0.1 * math.sqrt(2) - 0.1  # the hole between four touching r = 0.1 circles
+GRID_SUM = 25 * 0.1 + GAP
 
 
 def grid_packing():
-    """A 5x5 grid of r = 0.1 circles plus one circle in the gap between four of them."""
-    centers = [[0.1 + 0.2 * i, 0.1 + 0.2 * j] for i in range(5) for j in range(5)]
-    gap = 0.1 * np.sqrt(2) - 0.1  # the hole at (0.2, 0.2) between 4 circles of radius 0.1
-    centers.append([0.2, 0.2])
-    radii = [0.1] * 25 + [gap]
-    return centers, radii, 25 * 0.1 + gap
+    """A 5x5 grid of r = 0.1 circles plus circle 25 in the hole at (0.2, 0.2) between four of them."""
+    centers = [[0.1 + 0.2 * i, 0.1 + 0.2 * j] for i in range(5) for j in range(5)] + [[0.2, 0.2]]
+    return centers, [0.1] * 25 + [GAP]
 
 
-def test_registry_and_unknown_task():
-    assert "circle_packing_26" in available_tasks()
-    with pytest.raises(ValueError, match="Did you mean 'circle_packing_26'"):
-        load_task("circle_packing26")
+def brute_force_valid(centers, radii, tol=1e-9):
+    """Eq. 18 written out, one constraint at a time."""
+    for i, ((x, y), r) in enumerate(zip(centers, radii)):
+        if r < 0 or x - r < -tol or y - r < -tol or x + r > 1 + tol or y + r > 1 + tol:
+            return False
+        for (x2, y2), r2 in zip(centers[i + 1:], radii[i + 1:]):
+            if math.hypot(x - x2, y - y2) < r + r2 - tol:
+                return False
+    return True
+
+
+def test_registry_lists_and_loads_every_task():
+    names = available_tasks()
+    assert "circle_packing_26" in names
+    for name in names:
+        assert load_task(name).name == name
+
+
+@pytest.mark.parametrize("name", ["circle_packing26", "circle-packing-26", "Circle_Packing_26", "circle_packing_2"])
+def test_unknown_task_names_the_nearest_valid_one(name):
+    with pytest.raises(ValueError, match="Did you mean 'circle_packing_26'") as info:
+        load_task(name)
+    assert repr(name) in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["../rewards", "", "circle_packing_26/", "/etc"])
+def test_odd_task_names_are_rejected_not_resolved_as_paths(name):
+    with pytest.raises(ValueError, match="Available tasks: .*circle_packing_26"):
+        load_task(name)
+
+
+def test_task_fields():
+    assert TASK.entry_function == "run_packing" and TASK.timeout_s == 60.0 and TASK.memory_mb == 2048
+    assert TASK.best_known == 2.6359830849 and "HELIX" in TASK.best_known_source
+    assert "26 circles in a unit square" in TASK.description and "1 minute" in TASK.description
+    assert "SEARCH" not in TASK.description and "REPLACE" not in TASK.description
+    lines = TASK.initial_program.splitlines()
+    assert 25 <= len(lines) <= 45 and "# EVOLVE-BLOCK-START" in lines and "# EVOLVE-BLOCK-END" in lines
+    assert "def run_packing():" in TASK.initial_program and "import scipy" not in TASK.initial_program
+
+
+@pytest.fixture()
+def tasks_dir(tmp_path, monkeypatch):
+    """A private tasks/ folder holding a copy of circle_packing_26 named `copy`."""
+    shutil.copytree(TASK.folder, tmp_path / "copy", ignore=shutil.ignore_patterns("__pycache__"))
+    spec = (tmp_path / "copy" / "task.yaml")
+    spec.write_text(spec.read_text().replace("name: circle_packing_26", "name: copy"))
+    monkeypatch.setattr(tasks.base, "TASKS_DIR", tmp_path)
+    return tmp_path / "copy"
+
+
+def test_adding_a_folder_adds_a_task(tasks_dir):
+    assert available_tasks() == ["copy"]
+    task = load_task("copy")
+    assert task.verify(list(grid_packing())).reward == pytest.approx(GRID_SUM)
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda t: t.replace("timeout_s:", "timeout:"), ["unknown key 'timeout'", "timeout_s", "task.yaml"]),
+    (lambda t: t.replace("memory_mb:", "memroy_mb:"), ["unknown key 'memroy_mb'", "'memory_mb'"]),
+    (lambda t: "\n".join(ln for ln in t.splitlines() if not ln.startswith("best_known:")), ["missing key 'best_known'", "task.yaml"]),
+    (lambda t: t.replace("memory_mb: 2048", "memory_mb: lots"), ["'memory_mb' must be an integer"]),
+    (lambda t: t.replace("timeout_s: 60", "timeout_s: -1"), ["'timeout_s' must be a number > 0"]),
+    (lambda t: t.replace("name: copy", "name: other"), ["must match the folder name"]),
+    (lambda t: t + "\n  : [unclosed", ["not valid YAML"]),
+    (lambda t: "- a list", ["must be a mapping"]),
+])
+def test_task_yaml_is_validated_strictly(tasks_dir, edit, words):
+    spec = tasks_dir / "task.yaml"
+    spec.write_text(edit(spec.read_text()))
+    with pytest.raises(ValueError) as info:
+        load_task("copy")
+    for word in words:
+        assert word in str(info.value)
+    assert str(spec) in str(info.value)
+
+
+def test_task_folder_files_are_checked(tasks_dir):
+    program = tasks_dir / "initial_program.py"
+    program.write_text(program.read_text().replace("def run_packing", "def run"))
+    with pytest.raises(ValueError, match=r"does not define the entry function run_packing\(\)"):
+        load_task("copy")
+    program.unlink()
+    with pytest.raises(ValueError, match="missing initial_program.py"):
+        load_task("copy")
 
 
 def test_starter_program_is_valid_and_scores_its_sum_of_radii():
     centers, radii, _ = runpy.run_path(str(TASK.folder / "initial_program.py"))["run_packing"]()
-    verdict = TASK.verify(json.loads(json.dumps([centers.tolist(), radii.tolist(), 99.0])))
-    assert verdict.valid and verdict.reward == pytest.approx(float(np.sum(radii)))
-    assert 0.9 < verdict.reward < 2.2
+    assert brute_force_valid(centers.tolist(), radii.tolist())
+    verdict = TASK.verify([centers.tolist(), radii.tolist(), 99.0])
+    assert verdict.valid and verdict.reward == pytest.approx(float(np.sum(radii)), abs=1e-12)
+    assert 0.9 < verdict.reward < 2.0
 
 
-def test_hand_built_packing_gets_its_exact_sum_and_fake_sums_are_ignored():
-    centers, radii, true_sum = grid_packing()
+def test_hand_built_packing_gets_its_exact_sum_and_reported_sums_are_ignored():
+    centers, radii = grid_packing()
     verdict = TASK.verify([centers, radii, 1000.0])
-    assert verdict.valid and verdict.reward == pytest.approx(2.5 + 0.1 * np.sqrt(2) - 0.1, abs=1e-12)
-    assert verdict.metrics["sum_radii"] == pytest.approx(true_sum)
-    assert TASK.verify({"centers": centers, "radii": radii}).reward == pytest.approx(true_sum)
+    assert isinstance(verdict, Verdict) and verdict.valid and verdict.reward == pytest.approx(GRID_SUM, abs=1e-12)
+    assert verdict.metrics == pytest.approx({"sum_radii": GRID_SUM, "n_circles": 26, "min_radius": GAP, "max_radius": 0.1})
+    assert "valid packing: sum of radii 2.541421" in verdict.feedback and "best known 2.635983" in verdict.feedback
+    assert "ratio 0.964" in verdict.feedback
+    for form in ((centers, radii), {"centers": centers, "radii": radii, "sum_radii": 99},
+                 (np.array(centers), np.array(radii), np.float64(5.0))):
+        assert TASK.verify(form).reward == pytest.approx(GRID_SUM, abs=1e-12)
 
 
-@pytest.mark.parametrize("mutate, words", [
-    (lambda c, r: (c, r[:25] + [0.2]), "overlap"),
-    (lambda c, r: ([[0.05, 0.5]] + c[1:], r), "left edge"),
-    (lambda c, r: (c, [-0.1] + r[1:]), "negative radius"),
-    (lambda c, r: (c, [float("nan")] + r[1:]), "NaN"),
-    (lambda c, r: (c, ["nan"] + r[1:]), "NaN"),
-    (lambda c, r: (c[:25], r[:25]), "shape"),
-    (lambda c, r: (c, r + [0.0]), "shape"),
-    (lambda c, r: (c, [[0.1]] * 26), "shape"),
-    (lambda c, r: ("centres", r), "numeric"),
-    (lambda c, r: (c, [{"r": 1}] * 26), "numeric"),
+KEEP = object()
+
+
+def with_circle(k, center=KEEP, radius=KEEP):
+    """The grid packing with circle k moved and/or resized."""
+    centers, radii = grid_packing()
+    if center is not KEEP:
+        centers[k] = list(center)
+    if radius is not KEEP:
+        radii[k] = radius
+    return [centers, radii]
+
+
+@pytest.mark.parametrize("returned, words", [
+    (with_circle(25, radius=0.2), ["overlap", "4 pair(s)", "circles 0 and 25", "by 0.159", "4 violation(s)"]),
+    (with_circle(0, center=(0.05, 0.1)), ["out of bounds", "1 circle(s)", "circle 0", "left edge", "by 0.05"]),
+    (with_circle(24, center=(0.93, 0.9)), ["right edge", "circle 24", "by 0.03"]),
+    (with_circle(12, radius=-0.1), ["negative radius", "circle 12", "-0.1"]),
+    (with_circle(3, radius=float("nan")), ["NaN", "circle 3"]),
+    (with_circle(3, center=(float("inf"), 0.5)), ["NaN or infinity", "centers"]),
+    (with_circle(3, radius="0.1"), ["radii must contain only numbers"]),
+    (with_circle(3, radius=None), ["only numbers"]),
+    (with_circle(3, radius=True), ["only numbers"]),
+    (with_circle(3, center=(0.5,)), ["centers must be a rectangular array"]),
+    ([grid_packing()[0][:25], grid_packing()[1][:25]], ["shape (26, 2)", "got shape (25, 2)"]),
+    ([grid_packing()[0], grid_packing()[1] + [0.0]], ["shape (26,)", "got shape (27,)"]),
+    ([grid_packing()[0], [[0.1]] * 26], ["got shape (26, 1)"]),
+    (["centres", grid_packing()[1]], ["centers must contain only numbers"]),
+    ([grid_packing()[0], [{"r": 1}] * 26], ["only numbers"]),
+    ({"centers": grid_packing()[0]}, ["lacks radii"]),
+    ("a string", ["must return (centers, radii, sum_radii)", "got str"]),
+    (None, ["got NoneType"]),
+    (2.5, ["got float"]),
+    ([1], ["sequence of length 1"]),
+    ([0.0] * 100_000, ["sequence of length 100000"]),
 ])
-def test_invalid_packings_score_zero_with_a_reason(mutate, words):
-    centers, radii, _ = grid_packing()
-    c, r = mutate(centers, radii)
-    verdict = TASK.verify([c, r])
+def test_invalid_artefacts_score_zero_with_the_reason(returned, words):
+    verdict = TASK.verify(returned)
     assert not verdict.valid and verdict.reward == 0.0
-    assert words.lower() in verdict.feedback.lower()
+    for word in words:
+        assert word in verdict.feedback, verdict.feedback
 
 
-@pytest.mark.parametrize("value", [None, 3.0, "text", [1], {"centers": None}])
-def test_wrong_return_types_are_invalid_not_exceptions(value):
-    verdict = TASK.verify(value)
-    assert not verdict.valid and verdict.reward == 0.0 and verdict.feedback
+def test_tolerance_is_1e_9_absolute():
+    assert TASK.verify(with_circle(25, radius=GAP + 5e-10)).valid
+    assert not TASK.verify(with_circle(25, radius=GAP + 2e-9)).valid
+    assert TASK.verify(with_circle(0, center=(0.1 - 5e-10, 0.1))).valid
+    assert not TASK.verify(with_circle(0, center=(0.1 - 2e-9, 0.1), radius=0.1 - 1e-12)).valid
+
+
+def test_zero_radii_are_allowed():
+    centers, radii = grid_packing()
+    verdict = TASK.verify([centers, [0.0] * 26])
+    assert verdict.valid and verdict.reward == 0.0
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.floats(-0.1, 1.1), st.floats(-0.1, 1.1), st.floats(-0.02, 0.3)), min_size=26, max_size=26),
+       st.floats(0.0, 1.0))
+def test_verifier_agrees_with_a_brute_force_check(circles, shrink):
+    centers = [[x, y] for x, y, _ in circles]
+    radii = [r * shrink for _, _, r in circles]
+    verdict = TASK.verify({"centers": centers, "radii": radii})
+    assert verdict.valid == brute_force_valid(centers, radii)
+    assert verdict.reward == (pytest.approx(math.fsum(radii), abs=1e-12) if verdict.valid else 0.0)
+
+
+COMPUTE_MAX_RADII = runpy.run_path(str(TASK.folder / "initial_program.py"))["compute_max_radii"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 1.0)), min_size=26, max_size=26))
+def test_starter_radius_rule_always_gives_valid_packings(points):
+    centers = np.array(points)
+    radii = COMPUTE_MAX_RADII(centers.copy())
+    verdict = TASK.verify([centers, radii])
+    assert verdict.valid and verdict.reward == pytest.approx(radii.sum())

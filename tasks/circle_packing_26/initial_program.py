@@ -1,8 +1,10 @@
+"""Constructor-based circle packing: 26 circles in the unit square, maximising the sum of radii."""
 import numpy as np
+
 
 # EVOLVE-BLOCK-START
 def construct_packing():
-    """Place 26 circles on rings around the centre, then size them to fit."""
+    """Place 26 circles on two rings around the centre, then size them to fit."""
     n = 26
     centers = np.zeros((n, 2))
     centers[0] = [0.5, 0.5]
@@ -18,9 +20,9 @@ def construct_packing():
 
 
 def compute_max_radii(centers):
-    """Largest radii that keep every circle inside the square and apart from the others."""
+    """Largest radii keeping every circle inside the square, then shrink overlapping pairs."""
     n = centers.shape[0]
-    radii = np.minimum.reduce([centers[:, 0], centers[:, 1], 1 - centers[:, 0], 1 - centers[:, 1]])
+    radii = np.min([centers[:, 0], centers[:, 1], 1 - centers[:, 0], 1 - centers[:, 1]], axis=0)
     for i in range(n):
         for j in range(i + 1, n):
             d = np.linalg.norm(centers[i] - centers[j])
