@@ -69,3 +69,15 @@ class FaissKnnIndex:
 
     def diversity(self) -> np.ndarray:
         return _div_from_topk(self.topk.astype(np.float64))
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """The HNSW graph (faiss' own serialisation, as bytes) and the top-k lists, for checkpoints."""
+        graph = np.zeros(0, np.uint8) if self.index is None else self.faiss.serialize_index(self.index)
+        return {"faiss": np.asarray(graph, dtype=np.uint8), "topk": self.topk.copy()}
+
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        graph = np.asarray(state["faiss"], dtype=np.uint8)
+        self.index = self.faiss.deserialize_index(graph) if graph.size else None
+        if self.index is not None:
+            self.index.hnsw.efSearch = self.ef_search
+        self.topk = np.array(state["topk"], dtype=np.float32).reshape(-1, self.k)

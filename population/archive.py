@@ -25,8 +25,10 @@ CREATE TABLE IF NOT EXISTS solutions (
 CREATE INDEX IF NOT EXISTS solutions_parent ON solutions(parent_id);
 CREATE INDEX IF NOT EXISTS solutions_hash ON solutions(code_hash);
 CREATE TABLE IF NOT EXISTS populations (epoch INTEGER NOT NULL, position INTEGER NOT NULL,
-    solution_id INTEGER NOT NULL REFERENCES solutions(id), tag INTEGER NOT NULL DEFAULT -1,
+    solution_id INTEGER NOT NULL REFERENCES solutions(id), tag INTEGER NOT NULL DEFAULT -1, diversity REAL,
     PRIMARY KEY (epoch, position));
+-- Rows of an epoch that was cut short by a crash, moved aside on --resume (never deleted).
+CREATE TABLE IF NOT EXISTS discarded_solutions AS SELECT * FROM solutions WHERE 0;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _FIELDS = ("id", "parent_id", "epoch", "code", "reward", "valid", "feedback", "metrics", "eval_time_s", "prompt_id", "completion")
@@ -170,15 +172,35 @@ class Archive:
         return np.array([lookup[int(i)] for i in ids], dtype=np.float64)
 
     # ---- populations -----------------------------------------------------------------
-    def set_population(self, epoch: int, ids: list[int], tags: list[int] | None = None) -> None:
-        """P_epoch as ordered slots; ``tags`` label each slot (the island, for the islands strategy)."""
+    def set_population(self, epoch: int, ids: list[int], tags: list[int] | None = None,
+                       diversity: list[float] | None = None) -> None:
+        """P_epoch as ordered slots; ``tags`` label each slot (the island, for the islands strategy);
+        ``diversity`` records each member's eq.-6 Div at selection time (for reports)."""
         tags = [-1] * len(ids) if tags is None else list(tags)
-        if len(tags) != len(ids):
-            raise ValueError(f"{len(tags)} tags for {len(ids)} population slots")
+        divs = [None] * len(ids) if diversity is None else [float(d) for d in diversity]
+        if len(tags) != len(ids) or len(divs) != len(ids):
+            raise ValueError(f"{len(tags)} tags and {len(divs)} diversity values for {len(ids)} population slots")
         with self.db:
             self.db.execute("DELETE FROM populations WHERE epoch = ?", (int(epoch),))
-            self.db.executemany("INSERT INTO populations VALUES (?,?,?,?)",
-                                [(int(epoch), k, int(i), int(t)) for k, (i, t) in enumerate(zip(ids, tags))])
+            self.db.executemany("INSERT INTO populations VALUES (?,?,?,?,?)",
+                                [(int(epoch), k, int(i), int(t), d) for k, (i, t, d) in enumerate(zip(ids, tags, divs))])
+
+    def population_diversity(self, epoch: int) -> list[float | None]:
+        return [r[0] for r in self.db.execute("SELECT diversity FROM populations WHERE epoch = ? ORDER BY position", (epoch,))]
+
+    def max_id(self) -> int:
+        """The newest solution id (0 for an empty archive): a checkpoint's pointer into the archive."""
+        return self.db.execute("SELECT COALESCE(MAX(id), 0) FROM solutions").fetchone()[0]
+
+    def rewind(self, max_id: int, epoch: int) -> int:
+        """Return the archive to a checkpoint: solutions newer than ``max_id`` move to
+        ``discarded_solutions`` (kept for inspection, out of the run) and populations after
+        ``epoch`` are dropped. Returns how many solutions were moved."""
+        with self.db:
+            moved = self.db.execute("INSERT INTO discarded_solutions SELECT * FROM solutions WHERE id > ?", (int(max_id),)).rowcount
+            self.db.execute("DELETE FROM solutions WHERE id > ?", (int(max_id),))
+            self.db.execute("DELETE FROM populations WHERE epoch > ?", (int(epoch),))
+        return moved
 
     def population_tags(self, epoch: int) -> list[int]:
         return [r[0] for r in self.db.execute("SELECT tag FROM populations WHERE epoch = ? ORDER BY position", (epoch,))]

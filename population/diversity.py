@@ -162,6 +162,14 @@ class KnnIndex:
         """Eq. 6 for every item added so far, (N,) float64."""
         return _div_from_topk(self.topk.astype(np.float64))
 
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Arrays that ``from_state`` restores bit-for-bit (a checkpoint; re-adding could round differently)."""
+        return {"emb": self.emb.copy(), "topk": self.topk.copy()}
+
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        restored = KnnIndex.from_state(self.k, state["emb"], state["topk"])
+        self._emb, self._n, self.topk = restored._emb, restored._n, restored.topk
+
 
 def make_knn_index(kind: str, k: int):
     """``exact`` (default, chunked matrix products) or ``faiss`` (HNSW, for very large archives)."""

@@ -176,6 +176,16 @@ class Islands:
             self.born_after[island] = len(pool.rewards)
             self.seed_row[island] = donor[np.argmax(pool.rewards[donor])]
 
+    def state_dict(self) -> dict[str, np.ndarray]:
+        return {"born_after": self.born_after.copy(), "seed_row": self.seed_row.copy()}
+
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        if np.shape(state["born_after"]) != (self.n,):
+            raise ValueError(f"islands checkpoint has {np.shape(state['born_after'])[0]} islands; "
+                             f"selection.n_islands is {self.n}")
+        self.born_after = np.array(state["born_after"], dtype=np.int64)
+        self.seed_row = np.array(state["seed_row"], dtype=np.int64)
+
     def select(self, pool: Pool, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         tags = pool.tag_array()
         if pool.epoch > 0 and pool.epoch % self.reset_every == 0 and self.n > 1:

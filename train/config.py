@@ -76,6 +76,9 @@ class TrainerConfig:
 
 @dataclass
 class PopulationConfig:
+    # false: no evolving population; every prompt shows the task's starter program with no
+    # ancestors (TrainOnly with the trainer on, BestOfN with it off).
+    enabled: bool = True
     size: int = 32  # |P_t| kept by selection
     knn_k: int = 5  # k in eq. 6
     knn_index: Literal["exact", "faiss"] = "exact"  # faiss: approximate HNSW for very large archives
@@ -102,6 +105,11 @@ class RunConfig:
     wandb: Literal["disabled", "offline", "online"] = "disabled"
     progress: bool = True
     samples_per_epoch: int = 2  # completions written to samples.jsonl for inspection
+    checkpoint_every: int = 1  # epochs between checkpoints (model, optimizer, RNG, population); 0: never
+    keep_checkpoints: int = 2  # newest checkpoints kept on disk; older ones are deleted
+    # Budgets for fair comparisons (scripts/ablate.py): stop after the epoch that reaches either.
+    max_evaluations: int = 0  # children generated (edited and evaluated); 0: no limit
+    time_budget_s: float = 0.0  # wall-clock seconds; 0: no limit
 
 
 @dataclass
@@ -143,6 +151,10 @@ _RULES: list[tuple[str, Any, str]] = [
     ("task.memory_mb", lambda v: v is None or v >= 64, "must be >= 64"),
     ("task.eval_workers", lambda v: v >= 0, "must be >= 0"),
     ("run.samples_per_epoch", lambda v: v >= 0, "must be >= 0"),
+    ("run.checkpoint_every", lambda v: v >= 0, "must be >= 0 (0 disables checkpoints)"),
+    ("run.keep_checkpoints", lambda v: v >= 1, "must be >= 1"),
+    ("run.max_evaluations", lambda v: v >= 0, "must be >= 0 (0: no limit)"),
+    ("run.time_budget_s", lambda v: v >= 0, "must be >= 0 (0: no limit)"),
 ]
 
 
@@ -260,20 +272,35 @@ def validate(cfg: HelixConfig, source: str = "<config>") -> HelixConfig:
     return cfg
 
 
+def _read_yaml(path: Path, chain: tuple[Path, ...] = ()) -> dict:
+    """A config file, with ``base: other.yaml`` (relative to the file) merged underneath it, so an
+    ablation is its base config plus the one setting it changes."""
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}" + (f" (the base of {chain[-1]})" if chain else ""))
+    if path.resolve() in chain:
+        raise ConfigError(f"{path}: 'base' files form a cycle: {' -> '.join(str(c) for c in chain + (path,))}")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of sections, got {type(data).__name__}")
+    base = data.pop("base", None)
+    if base is None:
+        return data
+    if not isinstance(base, str):
+        raise ConfigError(f"{path}: 'base' must be a file name, got {base!r}")
+    return _merge(_read_yaml(path.parent / base, chain + (path.resolve(),)), data)
+
+
 def load_config(path: str | Path | None, overrides: list[str] = ()) -> HelixConfig:
-    """Load a YAML file, apply dotted overrides, and validate everything."""
+    """Load a YAML file (and its ``base`` chain), apply dotted overrides, and validate everything."""
     data: dict = {}
     source = "<defaults>"
     if path is not None:
         path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f"config file not found: {path}")
         source = str(path)
-        try:
-            loaded = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
-        data = loaded or {}
+        data = _read_yaml(path)
     for text in overrides:
         data = _merge(data, parse_override(text))
     if overrides:

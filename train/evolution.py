@@ -23,7 +23,9 @@ class Parent:
 
 
 class Evolution:
-    def __init__(self, cfg: HelixConfig, archive_path: Path, task, evaluator):
+    def __init__(self, cfg: HelixConfig, archive_path: Path, task, evaluator, resume: dict | None = None):
+        """A new run seeds the archive with the starter program; ``resume`` (a checkpoint's
+        ``state_dict()`` plus its archive pointer) rewinds the archive to it instead."""
         from population.archive import Archive
         from population.diversity import make_knn_index
         from population.embedding import Embedder
@@ -45,9 +47,40 @@ class Evolution:
         self.pop_ids: list[int] = []
         self.pop_tags: list[int] = []
         self.embedded_last = 0
-        if self.archive.count():
-            raise RuntimeError(f"{archive_path} already holds a run; choose a new run.name (resume is not implemented yet)")
-        self._seed()
+        if resume is not None:
+            self.load_state_dict(resume)
+        elif self.archive.count():
+            raise RuntimeError(f"{archive_path} already holds a run: choose a new run.name, or continue it with "
+                               f"--resume {archive_path.parent}")
+        else:
+            self._seed()
+
+    _LISTS = ("pool_ids", "pool_rewards", "pool_valid", "pool_tags", "pop_ids", "pop_tags")
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Everything selection needs besides the archive rows: the pool, P_t, the kNN index
+        (bit-exact, so a resumed run selects exactly as an uninterrupted one) and strategy state."""
+        state = {name: np.asarray(getattr(self, name)) for name in self._LISTS}
+        state.update({f"index/{k}": v for k, v in self.index.state_dict().items()})
+        if hasattr(self.strategy, "state_dict"):
+            state.update({f"strategy/{k}": v for k, v in self.strategy.state_dict().items()})
+        state["archive/max_id"] = np.asarray(self.archive.max_id())
+        return state
+
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        epoch = int(state["archive/epoch"])
+        moved = self.archive.rewind(int(state["archive/max_id"]), epoch)
+        if moved:
+            print(f"[helix] resume: {moved} solutions from the unfinished epoch {epoch + 1} moved to "
+                  "discarded_solutions", flush=True)
+        for name in self._LISTS:
+            values = state[name].tolist()
+            setattr(self, name, [bool(v) for v in values] if name == "pool_valid" else values)
+        self.index.load_state_dict({k.split("/", 1)[1]: v for k, v in state.items() if k.startswith("index/")})
+        if hasattr(self.strategy, "load_state_dict"):
+            self.strategy.load_state_dict({k.split("/", 1)[1]: v for k, v in state.items() if k.startswith("strategy/")})
+        if len(self.index) != len(self.pool_ids):
+            raise RuntimeError(f"checkpoint is inconsistent: {len(self.index)} indexed programs, {len(self.pool_ids)} pool rows")
 
     def _seed(self) -> None:
         """Epoch 0: the task's starter program, evaluated like any child, seeds the population."""
@@ -71,6 +104,8 @@ class Evolution:
     def sample_parents(self, rng: np.random.Generator) -> list[Parent]:
         from population.sampling import sample_parents
 
+        if not self.cfg.population.enabled:
+            return [Parent(self.archive.get(self.pop_ids[0]), -1) for _ in range(self.cfg.trainer.prompts_per_epoch)]
         rewards = self.archive.rewards(self.pop_ids)
         slots = sample_parents(rewards, self.cfg.trainer.prompts_per_epoch, rng, mode=self.cfg.population.parent_sampling)
         return [Parent(self.archive.get(self.pop_ids[s]), self.pop_tags[s]) for s in slots]
@@ -94,11 +129,14 @@ class Evolution:
         if not self.cfg.selection.include_invalid and any(self.pool_valid):
             rows = rows[np.asarray(self.pool_valid)]
         pool = Pool(np.asarray(self.pool_rewards)[rows], diversity[rows], np.asarray(self.pool_tags)[rows], epoch)
-        chosen, tags = self.strategy.select(pool, self.cfg.population.size, rng)
-        chosen = rows[chosen]
+        if self.cfg.population.enabled:
+            chosen, tags = self.strategy.select(pool, self.cfg.population.size, rng)
+            chosen = rows[chosen]
+        else:  # TrainOnly / BestOfN: every prompt starts from the starter program (pool row 0)
+            chosen, tags = np.array([0]), np.array([-1])
         self.pop_ids = [self.pool_ids[i] for i in chosen]
         self.pop_tags = [int(t) for t in tags]
-        self.archive.set_population(epoch, self.pop_ids, self.pop_tags)
+        self.archive.set_population(epoch, self.pop_ids, self.pop_tags, diversity[chosen].tolist())
         return diversity, chosen
 
 

@@ -2,6 +2,8 @@
 
     python train/helix.py --config configs/quickstart.yaml [section.key=value ...]
     torchrun --nproc_per_node 2 train/helix.py --config configs/quickstart.yaml
+    python train/helix.py --resume runs/quickstart-20261122-101500 [trainer.epochs=8]
+    python train/helix.py export runs/quickstart-20261122-101500 my-model/
 
 Per epoch: sample B parents -> build eq.-5 prompts -> G rollouts each -> apply SEARCH/REPLACE
 edits -> evaluate children in the sandbox -> GRPO step -> embed + kNN diversity (eq. 6) ->
@@ -71,12 +73,15 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def run(cfg: HelixConfig, config_stem: str, info: DistInfo) -> Path | None:
+def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None = None) -> Path | None:
+    """The whole run; ``resume`` is a checkpoint directory to continue from."""
     from rollout.engines import SamplingParams, build_engine
     from rollout.prompts import PromptBuilder
     from tasks import load_task
     from train.learner import Learner, Sample
     from train.models import load_policy
+    from train.checkpoint import load_checkpoint, save_checkpoint
+    from train.epoch_metrics import epoch_metrics
     from train.evolution import Evolution, evaluate_children
     from train.run_dir import RunDir, table_header, table_row
 
@@ -96,20 +101,31 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo) -> Path | None:
     engine = build_engine(cfg.rollout.engine, model=model, tokenizer=tokenizer, batch_size=cfg.rollout.batch_size, progress=progress)
     timeout = cfg.task.timeout_s or task.timeout_s
 
+    start_epoch, evo_state = 0, None
+    if resume is not None:
+        start_epoch, evo_state = load_checkpoint(resume, learner, info)
+        if start_epoch >= cfg.trainer.epochs:
+            raise ConfigError(f"{resume} is already at epoch {start_epoch} of trainer.epochs = {cfg.trainer.epochs}; "
+                              f"to train longer, resume with trainer.epochs=<more>")
+
     run_dir = evo = None
     if info.is_main:
         from rewards import Evaluator
 
-        run_dir = RunDir(cfg, config_stem)
+        run_dir = RunDir(cfg, config_stem, resume_epoch=start_epoch if resume else None)
         print(f"[helix] run directory: {run_dir.path}", flush=True)
+        if resume is not None:
+            print(f"[helix] resuming from {resume} (epoch {start_epoch} of {cfg.trainer.epochs})", flush=True)
         evaluator = Evaluator(task, workers=cfg.task.eval_workers or None, timeout_s=cfg.task.timeout_s, memory_mb=cfg.task.memory_mb)
-        evo = Evolution(cfg, run_dir.archive_path, task, evaluator)
+        evo = Evolution(cfg, run_dir.archive_path, task, evaluator, resume=evo_state)
         builder = PromptBuilder(tokenizer, task.description, task.entry_function, timeout,
                                 cfg.rollout.max_prompt_tokens, cfg.rollout.n_ancestors)
         print(table_header(), flush=True)
 
     G = cfg.rollout.group_size
-    for epoch in _progress(range(1, cfg.trainer.epochs + 1), progress, desc="epochs", position=0):
+    t_start = time.perf_counter()
+    epochs = range(start_epoch + 1, cfg.trainer.epochs + 1)
+    for epoch in _progress(epochs, progress, desc="epochs", position=0, initial=start_epoch, total=cfg.trainer.epochs):
         t0 = time.perf_counter()
         rng = np.random.default_rng([cfg.run.seed, epoch])
         jobs, dropped = None, 0
@@ -151,6 +167,7 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo) -> Path | None:
             train_metrics = learner.step(samples)
             engine.sync_weights(model)
 
+        ids = diversity = chosen = best = select_time = None
         if info.is_main:  # 6-7. archive, embed, kNN diversity, selection
             t_sel = time.perf_counter()
             ids = evo.add_children(rows, is_program, [job.tag for job in jobs for _ in range(G)])
@@ -159,28 +176,40 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo) -> Path | None:
             best = evo.archive.best()
             if best is not None:
                 run_dir.write_best(best.code, best.reward, best.id, best.epoch)
-            child_rewards = np.array([r["reward"] for r in rows])
-            n_tokens = sum(len(c[0]) for group in outputs for c in group)
-            n_programs = sum(is_program)
-            child_div = float(diversity[-n_programs:].mean()) if n_programs else None
-            pop_div = diversity[chosen]
-            metrics = dict(
-                epoch=epoch, reward_mean=float(child_rewards.mean()), reward_max=float(child_rewards.max()),
-                best_reward=best.reward if best else 0.0, valid_frac=float(np.mean([r["valid"] for r in rows])),
-                edit_fail_frac=1.0 - float(np.mean(is_program)), diversity_mean=float(pop_div.mean()),
-                child_diversity_mean=child_div, archive_size=evo.archive.count(),
-                pool_size=len(evo.pool_ids), population_size=len(chosen), embedded=evo.embedded_last, prompt_items_dropped=dropped,
-                completion_len_mean=n_tokens / len(rows),
-                truncated_frac=float(np.mean([c[2] for group in outputs for c in group])),
-                gen_tokens=n_tokens, gen_tokens_per_s=n_tokens / max(gen_time, 1e-9), gen_time_s=gen_time,
-                eval_time_s=eval_time, embed_select_time_s=select_time, **train_metrics,
-            )
-            metrics["epoch_time_s"] = time.perf_counter() - t0
+
+        # 8. checkpoint (all ranks: the learner may be sharded)
+        t_ckpt = time.perf_counter()
+        if cfg.run.checkpoint_every and (epoch % cfg.run.checkpoint_every == 0 or epoch == cfg.trainer.epochs):
+            save_checkpoint(run_dir.path if run_dir else None, epoch, learner, evo, info, cfg.run.keep_checkpoints)
+        ckpt_time = time.perf_counter() - t_ckpt
+
+        if info.is_main:
+            times = dict(gen_time_s=gen_time, eval_time_s=eval_time, train_time_s=train_metrics.pop("train_time_s", 0.0),
+                         embed_select_time_s=select_time, checkpoint_time_s=ckpt_time, epoch_time_s=time.perf_counter() - t0)
+            metrics = epoch_metrics(
+                epoch, rows, is_program, [len(c[0]) for group in outputs for c in group],
+                [bool(c[2]) for group in outputs for c in group], np.asarray(evo.pool_rewards), diversity, chosen,
+                best.reward if best else None, evo.archive.count(), times, train_metrics,
+                extra=dict(embedded=evo.embedded_last, prompt_items_dropped=dropped))
             run_dir.log_metrics(metrics)
-            run_dir.log_samples([dict(epoch=epoch, solution_id=ids[i], parent_id=rows[i]["parent_id"], reward=rows[i]["reward"],
-                                      feedback=rows[i]["feedback"][:500], completion=rows[i]["completion"])
-                                 for i in range(min(cfg.run.samples_per_epoch, len(rows)))])
+            samples = [dict(epoch=epoch, solution_id=ids[i], parent_id=rows[i]["parent_id"], reward=rows[i]["reward"],
+                            feedback=rows[i]["feedback"][:500], completion=rows[i]["completion"])
+                       for i in range(min(cfg.run.samples_per_epoch, len(rows)))]
+            run_dir.log_samples(samples)
             _say(table_row(metrics), progress)
+
+        # Budgets (fair ablations): every rank must agree to stop, so rank 0 decides.
+        stop = None
+        if info.is_main:
+            spent = evo.archive.count() - 1  # children so far (the seed is not one)
+            stop = bool((cfg.run.max_evaluations and spent >= cfg.run.max_evaluations)
+                        or (cfg.run.time_budget_s and time.perf_counter() - t_start >= cfg.run.time_budget_s))
+            if stop and epoch < cfg.trainer.epochs:
+                _say(f"[helix] budget reached after epoch {epoch} ({spent} children); stopping", progress)
+        if broadcast(stop, info):
+            if cfg.run.checkpoint_every and epoch % cfg.run.checkpoint_every and epoch != cfg.trainer.epochs:
+                save_checkpoint(run_dir.path if run_dir else None, epoch, learner, evo, info, cfg.run.keep_checkpoints)
+            break
 
     out = None
     if info.is_main:
@@ -200,13 +229,48 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo) -> Path | None:
     return out
 
 
+def _resolve_resume(target: str) -> tuple[Path, Path]:
+    """(run dir, its newest complete checkpoint) for ``--resume RUN_DIR`` (or a checkpoint dir)."""
+    from train.checkpoint import latest_checkpoint
+
+    path = Path(target)
+    if (path / "state.json").is_file() and path.parent.name == "checkpoints":
+        return path.parent.parent, path
+    if not (path / "config.yaml").is_file():
+        raise ConfigError(f"--resume {target}: not a run directory (no config.yaml in it)")
+    ckpt = latest_checkpoint(path)
+    if ckpt is None:
+        raise ConfigError(f"--resume {target}: no complete checkpoint in {path / 'checkpoints'} (the run stopped "
+                          "before its first one, or run.checkpoint_every was 0); start a new run instead")
+    return path, ckpt
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="helix", description="HELIX: GRPO + NSGA-II evolutionary program search")
-    parser.add_argument("--config", required=True, help="YAML file under configs/")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["export"]:  # helix export RUN_DIR OUT_DIR
+        from train.export_cli import main as export_main
+
+        return export_main(argv[1:])
+    parser = argparse.ArgumentParser(
+        prog="helix", description="HELIX: GRPO + NSGA-II evolutionary program search. "
+        "Also: 'helix export RUN_DIR OUT_DIR' writes a run's policy as a Hugging Face model directory.")
+    parser.add_argument("--config", help="YAML file under configs/ (a new run)")
+    parser.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its newest complete checkpoint, "
+                        "with the run's own config.yaml (overrides still apply, e.g. trainer.epochs=120)")
     parser.add_argument("overrides", nargs="*", help="dotted overrides, e.g. trainer.lr=2e-6 selection.strategy=top_score")
     args = parser.parse_args(argv)
+    if bool(args.config) == bool(args.resume):
+        parser.error("give exactly one of --config (a new run) or --resume RUN_DIR")
+    resume = None
     try:
-        cfg = load_config(args.config, args.overrides)
+        if args.resume:
+            run_path, resume = _resolve_resume(args.resume)
+            cfg = load_config(str(run_path / "config.yaml"), list(args.overrides) + [
+                f"run.output_dir={run_path.parent}", f"run.name={run_path.name}"])
+            stem = run_path.name
+        else:
+            cfg = load_config(args.config, args.overrides)
+            stem = Path(args.config).stem
     except ConfigError as err:
         print(f"helix: config error: {err}", file=sys.stderr)
         return 2
@@ -214,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
 
     info = init_distributed()
     try:
-        run(cfg, Path(args.config).stem, info)
+        run(cfg, stem, info, resume=resume)
     except ConfigError as err:
         print(f"helix: config error: {err}", file=sys.stderr)
         return 2

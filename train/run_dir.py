@@ -39,6 +39,21 @@ def atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _truncate_jsonl(path: Path, epoch: int) -> None:
+    """Keep the lines of epochs <= ``epoch`` (those after it are redone by the resumed run)."""
+    if not path.exists():
+        return
+    kept = []
+    for line in path.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:  # a line torn by the kill
+            continue
+        if row.get("epoch", 0) <= epoch:
+            kept.append(line)
+    atomic_write(path, "".join(k + "\n" for k in kept))
+
+
 def _clean(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -46,10 +61,14 @@ def _clean(value):
 
 
 class RunDir:
-    def __init__(self, cfg: HelixConfig, config_stem: str):
+    def __init__(self, cfg: HelixConfig, config_stem: str, resume_epoch: int | None = None):
+        """``resume_epoch``: continue an existing run; its logs are cut back to that epoch."""
         name = cfg.run.name or f"{config_stem}-{time.strftime('%Y%m%d-%H%M%S')}"
         self.path = Path(cfg.run.output_dir) / name
         self.path.mkdir(parents=True, exist_ok=True)
+        if resume_epoch is not None:
+            for log in ("metrics.jsonl", "samples.jsonl"):
+                _truncate_jsonl(self.path / log, resume_epoch)
         latest = self.path.parent / "latest"
         if latest.is_symlink() or not latest.exists():
             tmp = self.path.parent / f".latest-{os.getpid()}"
@@ -75,6 +94,12 @@ class RunDir:
         with open(self.path / "samples.jsonl", "a") as fh:
             for row in rows:
                 fh.write(json.dumps(row) + "\n")
+        if self._wandb is not None and rows:
+            import wandb
+
+            columns = list(rows[0])
+            table = wandb.Table(columns=columns, data=[[row.get(c) for c in columns] for row in rows])
+            self._wandb.log({"samples": table}, step=rows[0].get("epoch"))
 
     def write_best(self, code: str, reward: float, solution_id: int, epoch: int) -> None:
         header = f"# HELIX best program: reward {reward:.10g}, solution {solution_id}, found in epoch {epoch}\n"

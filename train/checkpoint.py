@@ -1,0 +1,119 @@
+"""Checkpoints: everything a run needs to continue exactly where it stopped.
+
+    RUN_DIR/checkpoints/epoch-000012/
+        learner/         Learner.save_state: model, optimizer, LR scheduler (sharded per strategy)
+        evolution.npz    pool, population, kNN index, strategy state, archive pointer (no pickle)
+        rng-rank0.json   python, numpy and torch RNG states of each rank
+        state.json       epoch, world size, time
+
+A checkpoint is written into a ``.tmp-`` directory and renamed into place only when every
+rank has finished, so any ``epoch-*`` directory is complete; a kill at any moment leaves the
+previous one intact. Under multi-node torchrun, RUN_DIR must be on storage all nodes share.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from train.distributed import DistInfo, broadcast
+
+CHECKPOINTS = "checkpoints"
+_NAME = re.compile(r"^epoch-(\d{6})$")
+
+
+def checkpoint_dirs(run_dir: Path) -> list[Path]:
+    """Complete checkpoints, oldest first (temporary directories never match the name)."""
+    root = Path(run_dir) / CHECKPOINTS
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir() if p.is_dir() and _NAME.match(p.name) and (p / "state.json").is_file()]
+    return sorted(found, key=lambda p: int(_NAME.match(p.name).group(1)))
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    dirs = checkpoint_dirs(run_dir)
+    return dirs[-1] if dirs else None
+
+
+def rng_state() -> dict:
+    version, mt, gauss = random.getstate()
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    return {"python": [version, list(mt), gauss], "numpy": [name, keys.tolist(), pos, has_gauss, cached],
+            "torch": torch.get_rng_state().tolist()}
+
+
+def set_rng_state(state: dict) -> None:
+    version, mt, gauss = state["python"]
+    random.setstate((version, tuple(mt), gauss))
+    name, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
+    torch.set_rng_state(torch.tensor(state["torch"], dtype=torch.uint8))
+
+
+def _fsync_tree(path: Path) -> None:
+    for sub, _, files in os.walk(path):
+        for name in files:
+            with open(os.path.join(sub, name), "rb") as fh:
+                os.fsync(fh.fileno())
+
+
+def save_checkpoint(run_dir: Path | None, epoch: int, learner, evolution, info: DistInfo, keep: int) -> Path:
+    """Collective: every rank calls it. Rank 0 owns ``run_dir`` and ``evolution``."""
+    tmp = None
+    if info.is_main:
+        root = Path(run_dir) / CHECKPOINTS
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = root / f".tmp-epoch-{epoch:06d}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+    tmp = Path(broadcast(str(tmp) if tmp else None, info))
+    if learner is not None:
+        learner.save_state(tmp / "learner")
+    (tmp / f"rng-rank{info.rank}.json").write_text(json.dumps(rng_state()))
+    broadcast(None, info)  # every rank has written its part
+    final = None
+    if info.is_main:
+        state = evolution.state_dict()
+        with open(tmp / "evolution.npz", "wb") as fh:
+            np.savez(fh, **state)
+        (tmp / "state.json").write_text(json.dumps({"epoch": epoch, "world_size": info.world, "time": time.time(),
+                                                    "archive_max_id": int(state["archive/max_id"])}))
+        _fsync_tree(tmp)
+        final = tmp.parent / f"epoch-{epoch:06d}"
+        if final.exists():  # a rerun of the same epoch after a resume: replace it
+            shutil.rmtree(final)
+        tmp.rename(final)
+        for old in checkpoint_dirs(run_dir)[:-keep] if keep > 0 else []:
+            shutil.rmtree(old, ignore_errors=True)
+    return Path(broadcast(str(final) if final else None, info))
+
+
+def load_checkpoint(path: Path, learner, info: DistInfo) -> tuple[int, dict | None]:
+    """Collective. Restores the learner and this rank's RNG; returns (epoch, evolution state on rank 0)."""
+    path = Path(path)
+    meta = json.loads((path / "state.json").read_text())
+    if learner is not None:
+        if not (path / "learner").exists():
+            raise RuntimeError(f"{path} holds no learner state (it was written with trainer.enabled: false)")
+        learner.load_state(path / "learner")
+    rng_file = path / f"rng-rank{info.rank}.json"
+    if rng_file.is_file():
+        set_rng_state(json.loads(rng_file.read_text()))
+    elif info.is_main or meta["world_size"] != info.world:
+        print(f"[helix] resume: {path} was written by {meta['world_size']} ranks; rank {info.rank} starts "
+              "from fresh RNG state, so this continuation is not bit-identical", flush=True)
+    evo_state = None
+    if info.is_main:
+        with np.load(path / "evolution.npz", allow_pickle=False) as data:
+            evo_state = {k: data[k] for k in data.files}
+        evo_state["archive/epoch"] = np.asarray(meta["epoch"])
+    return int(meta["epoch"]), evo_state

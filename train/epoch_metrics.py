@@ -1,0 +1,63 @@
+"""One epoch's metrics row (metrics.jsonl, wandb, the console table), computed from plain data.
+
+Kept apart from the loop so the loop reads as the algorithm and every metric is in one place.
+Phase times are also given as shares of the epoch (``share_*``), the first thing to look at
+when a run is slower than expected.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+PHASES = ("gen_time_s", "eval_time_s", "train_time_s", "embed_select_time_s", "checkpoint_time_s")
+
+
+def _percentiles(values: np.ndarray, prefix: str) -> dict[str, float | None]:
+    if len(values) == 0:
+        return {f"{prefix}_p10": None, f"{prefix}_p50": None, f"{prefix}_p90": None}
+    p10, p50, p90 = np.percentile(values, [10, 50, 90])
+    return {f"{prefix}_p10": float(p10), f"{prefix}_p50": float(p50), f"{prefix}_p90": float(p90)}
+
+
+def pareto_front_size(rewards: np.ndarray, diversity: np.ndarray) -> int:
+    """Size of the first non-dominated front of the selection pool on (reward, Div)."""
+    from population.selection import nondominated_fronts
+
+    if len(rewards) == 0:
+        return 0
+    return len(nondominated_fronts(np.asarray(rewards), np.asarray(diversity), n_stop=1)[0])
+
+
+def epoch_metrics(epoch: int, rows: list[dict], is_program: list[bool], completion_lengths: list[int],
+                  truncated: list[bool], pool_rewards: np.ndarray, diversity: np.ndarray, chosen: np.ndarray,
+                  best_reward: float | None, archive_size: int, times: dict[str, float], train: dict,
+                  extra: dict | None = None) -> dict:
+    """``diversity`` is Div of every pool row; ``chosen`` the pool rows kept as P_{t+1}."""
+    rewards = np.array([r["reward"] for r in rows], dtype=np.float64)
+    n_programs = int(sum(is_program))
+    pop_div = diversity[chosen] if len(chosen) else np.zeros(0)
+    child_div = diversity[len(diversity) - n_programs:] if n_programs else np.zeros(0)
+    lengths = np.asarray(completion_lengths, dtype=np.float64)
+    gen_tokens = int(lengths.sum())
+    m = dict(
+        epoch=epoch,
+        reward_mean=float(rewards.mean()), reward_max=float(rewards.max()), best_reward=best_reward or 0.0,
+        valid_frac=float(np.mean([bool(r["valid"]) for r in rows])), edit_fail_frac=1.0 - n_programs / len(rows),
+        diversity_mean=float(pop_div.mean()) if len(pop_div) else None,
+        **_percentiles(pop_div, "diversity"),
+        child_diversity_mean=float(child_div.mean()) if len(child_div) else None,
+        pareto_front_size=pareto_front_size(pool_rewards, diversity),
+        archive_size=archive_size, pool_size=len(pool_rewards), population_size=len(chosen),
+        completion_len_mean=float(lengths.mean()), completion_len_max=int(lengths.max()),
+        truncated_frac=float(np.mean(truncated)), gen_tokens=gen_tokens,
+        gen_tokens_per_s=gen_tokens / max(times.get("gen_time_s", 0.0), 1e-9),
+        evals_per_s=n_programs / times["eval_time_s"] if times.get("eval_time_s") else None,
+    )
+    m.update(train)
+    m.update({k: v for k, v in times.items()})
+    total = times.get("epoch_time_s") or sum(times.get(k, 0.0) for k in PHASES)
+    for key in PHASES:
+        if key in m and total:
+            m["share_" + key[: -len("_time_s")]] = m[key] / total
+    m.update(extra or {})
+    return m
