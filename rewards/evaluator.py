@@ -40,6 +40,15 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
+def timing_note(elapsed_s: float, limit_s: float) -> str:
+    """Timing for the prompt: exact only when it matters (over a quarter of the limit). Fast
+    programs get a fixed phrase, so the same program always yields the same prompt text and a
+    seeded run (or a resumed one) is reproducible; the exact time is kept in ``eval_time_s``."""
+    if elapsed_s <= 0.25 * limit_s:
+        return f"(ran well within the {limit_s:g} s time limit)"
+    return f"(ran in {elapsed_s:.1f} s of the {limit_s:g} s time limit)"
+
+
 class Evaluator:
     """A thread pool whose threads each drive one sandboxed subprocess (the GIL is no bottleneck)."""
 
@@ -54,7 +63,7 @@ class Evaluator:
 
     def evaluate(self, code: str) -> Evaluation:
         run = run_program(code, self.task.entry_function, self.timeout_s, self.memory_mb)
-        took = f"(evaluated in {run.elapsed_s:.2f} s)"
+        took = timing_note(run.elapsed_s, self.timeout_s)
         if run.status != "ok":
             return Evaluation(0.0, False, _bounded(self._failure_text(run) + "\n" + took), {}, run.elapsed_s, run.status)
         verdict = self.task.verify(run.value)

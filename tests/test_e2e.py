@@ -50,6 +50,8 @@ def test_quickstart_loop_writes_a_complete_run_directory(tmp_path):
             assert child.parent_id is not None and child.epoch in (1, 2) and child.feedback
         assert arch.get_population()[0] == 2
     assert (run / "best_program.py").read_text().startswith("# HELIX best program")
+    offline = list((run / "wandb").glob("offline-run-*"))  # wandb is offline by default: files, no network
+    assert len(offline) == 1 and list(offline[0].glob("*.wandb"))
     model = AutoModelForCausalLM.from_pretrained(run / "export")
     assert model.config.num_hidden_layers == 2
     assert (run / "export" / "tokenizer.json").is_file() and (run / "export" / "generation_config.json").is_file()

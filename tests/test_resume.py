@@ -17,19 +17,24 @@ from train.checkpoint import checkpoint_dirs, latest_checkpoint, rng_state, set_
 from train.helix import main
 
 ROOT = Path(__file__).resolve().parents[1]
+# One thread: multi-threaded CPU reductions may split sums differently between processes, and
+# Adam magnifies last-bit gradient differences near zero; bit-exactness needs a fixed order.
+ENV = dict(os.environ, OMP_NUM_THREADS="1")
 QUICK = str(ROOT / "configs" / "quickstart.yaml")
 TINY = ["model.policy=tiny-random", "rollout.max_new_tokens=12", "rollout.group_size=2", "trainer.prompts_per_epoch=2",
         "run.progress=false", "task.eval_workers=2", "population.size=4", "trainer.lr=1e-3", "run.keep_checkpoints=5"]
 
 
-def _cli(out: Path, name: str, *extra) -> list[str]:
-    return [sys.executable, str(ROOT / "train" / "helix.py"), "--config", QUICK, *TINY, f"run.output_dir={out}",
-            f"run.name={name}", *extra]
+SCRIPTED = str(ROOT / "tests" / "workers" / "scripted_helix.py")
+
+
+def _cli(out: Path, name: str, *extra, entry: str = str(ROOT / "train" / "helix.py")) -> list[str]:
+    return [sys.executable, entry, "--config", QUICK, *TINY, f"run.output_dir={out}", f"run.name={name}", *extra]
 
 
 def _archive_rows(run: Path) -> tuple[list, list]:
     db = sqlite3.connect(f"file:{run / 'archive.sqlite'}?mode=ro", uri=True)
-    solutions = db.execute("SELECT id, parent_id, epoch, code, reward, valid, feedback FROM solutions ORDER BY id").fetchall()
+    solutions = db.execute("SELECT id, parent_id, epoch, code, reward, valid FROM solutions ORDER BY id").fetchall()
     pops = db.execute("SELECT epoch, position, solution_id, tag, diversity FROM populations ORDER BY epoch, position").fetchall()
     db.close()
     return solutions, pops
@@ -48,7 +53,7 @@ def _weights(run: Path) -> dict[str, np.ndarray]:
 def _kill_after_checkpoint(cmd: list[str], run: Path, epoch: int, timeout: float = 300) -> None:
     """Start a run and SIGKILL it once checkpoint ``epoch`` exists and the next epoch has begun
     writing children into the archive (so the resume must also rewind the archive)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, env=ENV)
     deadline = time.time() + timeout
     try:
         while time.time() < deadline:
@@ -75,21 +80,23 @@ def _kill_after_checkpoint(cmd: list[str], run: Path, epoch: int, timeout: float
 @pytest.mark.slow
 @pytest.mark.parametrize("trainer", ["grpo", "evo_only"])
 def test_killed_run_resumes_to_the_uninterrupted_state(tmp_path, trainer):
-    extra = ["trainer.epochs=4"] + (["trainer.enabled=false", "run.export=false"] if trainer == "evo_only" else [])
-    ref = subprocess.run(_cli(tmp_path, "ref", *extra), capture_output=True, text=True)
+    extra = ["trainer.epochs=4"] + (["trainer.enabled=false", "run.export=false"] if trainer == "evo_only" else
+                                    ["rollout.engine=scripted", "rollout.group_size=4"])
+    entry = SCRIPTED if trainer == "grpo" else str(ROOT / "train" / "helix.py")
+    ref = subprocess.run(_cli(tmp_path, "ref", *extra, entry=entry), capture_output=True, text=True, env=ENV)
     assert ref.returncode == 0, ref.stderr[-3000:]
-    _kill_after_checkpoint(_cli(tmp_path, "cut", *extra), tmp_path / "cut", epoch=2)
+    _kill_after_checkpoint(_cli(tmp_path, "cut", *extra, entry=entry), tmp_path / "cut", epoch=2)
     cut = tmp_path / "cut"
     killed_at = [int(p.name.split("-")[1]) for p in checkpoint_dirs(cut)][-1]
     assert killed_at in (2, 3)
-    resumed = subprocess.run([sys.executable, str(ROOT / "train" / "helix.py"), "--resume", str(cut)],
-                             capture_output=True, text=True)
+    resumed = subprocess.run([sys.executable, entry, "--resume", str(cut)],
+                             capture_output=True, text=True, env=ENV)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"resuming from {cut / 'checkpoints'}" in resumed.stdout
 
     ref_solutions, ref_pops = _archive_rows(tmp_path / "ref")
     cut_solutions, cut_pops = _archive_rows(cut)
-    assert cut_solutions == ref_solutions  # same children, same ids, same rewards and lineage
+    assert cut_solutions == ref_solutions  # same children, ids, rewards, lineage (feedback holds timings)
     assert cut_pops == ref_pops  # same population every epoch, same Div values
     db = sqlite3.connect(f"file:{cut / 'archive.sqlite'}?mode=ro", uri=True)
     discarded = db.execute("SELECT COUNT(*) FROM discarded_solutions").fetchone()[0]
@@ -106,6 +113,17 @@ def test_killed_run_resumes_to_the_uninterrupted_state(tmp_path, trainer):
             np.testing.assert_allclose(cut_w[name], ref_w[name], rtol=0, atol=1e-6, err_msg=name)
             changed |= not np.array_equal(cut_w[name], _initial_weights()[name])
         assert changed, "training never changed the weights, so the comparison proves nothing"
+        # The export CLI rebuilds the same weights from the last checkpoint.
+        exported = subprocess.run([sys.executable, str(ROOT / "scripts" / "export.py"), str(cut), str(tmp_path / "hf")],
+                                  capture_output=True, text=True, env=ENV)
+        assert exported.returncode == 0, exported.stderr[-2000:]
+        from safetensors.numpy import load_file
+
+        hf = {}
+        for shard in (tmp_path / "hf").glob("*.safetensors"):
+            hf.update(load_file(shard))
+        for name in ref_w:
+            np.testing.assert_allclose(hf[name], ref_w[name], rtol=0, atol=1e-6, err_msg=name)
 
 
 def _initial_weights() -> dict[str, np.ndarray]:
@@ -163,6 +181,13 @@ def test_archive_rewind_moves_rows_aside(tmp_path):
         moved = arch.db.execute("SELECT id, code FROM discarded_solutions ORDER BY id").fetchall()
         assert moved == [(late[0], "x = 2"), (late[1], "x = 1")]
         assert arch.add_many([row]) == [late[0]]  # ids continue exactly as in an uninterrupted run
+
+
+def test_export_cli_errors_are_clear(tmp_path, capsys):
+    from train.export_cli import main as export_main
+
+    assert export_main([str(tmp_path), str(tmp_path / "out")]) == 2
+    assert "not a usable run directory" in capsys.readouterr().err
 
 
 def test_rng_state_round_trips():

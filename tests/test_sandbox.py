@@ -390,3 +390,10 @@ def test_isolation_report_matches_what_the_kernel_allows():
     assert isolation().network == (allowed.value == 0 or allowed.net_isolated)
     if os.geteuid() == 0:  # root may always unshare; if this fails, the sandbox's own call is broken
         assert isolation().network and allowed.net_isolated
+
+
+def test_timing_note_is_stable_for_fast_programs_and_exact_for_slow_ones():
+    from rewards.evaluator import timing_note
+
+    assert timing_note(0.21, 20) == timing_note(4.9, 20) == "(ran well within the 20 s time limit)"
+    assert timing_note(12.34, 20) == "(ran in 12.3 s of the 20 s time limit)"

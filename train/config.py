@@ -72,6 +72,13 @@ class TrainerConfig:
     entropy_coeff: float = 0.0
     micro_batch_size: int = 4  # sequences per forward/backward; gradients accumulate
     mask_truncated: bool = False  # drop completions cut at max_new_tokens from the loss
+    # auto: none for one process, ddp under torchrun. fsdp2 shards parameters, gradients and
+    # optimizer state per decoder layer (what 14B/32B need); see README "Training at scale".
+    strategy: Literal["auto", "none", "ddp", "fsdp2"] = "auto"
+    bf16: bool = False  # fsdp2: bf16 compute with fp32 master weights and fp32 gradient reduction
+    offload_params: bool = False  # fsdp2: parameters, gradients and optimizer state live on the CPU
+    max_tokens_per_micro_batch: int = 0  # >0: micro-batches by padded token count instead of micro_batch_size
+    lr_warmup_steps: int = 0  # linear warmup over this many optimizer steps, then constant (paper: constant)
 
 
 @dataclass
@@ -102,7 +109,9 @@ class RunConfig:
     name: Optional[str] = None  # default: <config stem>-<timestamp>
     seed: int = 0
     export: bool = True  # write an HF model directory at the end
-    wandb: Literal["disabled", "offline", "online"] = "disabled"
+    # offline: wandb files under RUN_DIR/wandb (`wandb sync` them later); nothing leaves the machine
+    # unless this says online. metrics.jsonl is written either way.
+    wandb: Literal["disabled", "offline", "online"] = "offline"
     progress: bool = True
     samples_per_epoch: int = 2  # completions written to samples.jsonl for inspection
     checkpoint_every: int = 1  # epochs between checkpoints (model, optimizer, RNG, population); 0: never
@@ -142,6 +151,8 @@ _RULES: list[tuple[str, Any, str]] = [
     ("trainer.kl_coef", lambda v: v >= 0, "must be >= 0"),
     ("trainer.entropy_coeff", lambda v: v >= 0, "must be >= 0"),
     ("trainer.micro_batch_size", lambda v: v >= 1, "must be >= 1"),
+    ("trainer.max_tokens_per_micro_batch", lambda v: v >= 0, "must be >= 0 (0: micro_batch_size sequences)"),
+    ("trainer.lr_warmup_steps", lambda v: v >= 0, "must be >= 0"),
     ("population.size", lambda v: v >= 1, "must be >= 1"),
     ("selection.n_islands", lambda v: v >= 1, "must be >= 1"),
     ("selection.reset_every", lambda v: v >= 1, "must be >= 1"),

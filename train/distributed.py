@@ -66,6 +66,14 @@ def all_reduce_sum(values: list[float], info: DistInfo) -> list[float]:
     return t.tolist()
 
 
+def all_reduce_max(value: int, info: DistInfo) -> int:
+    if not info.enabled:
+        return value
+    t = torch.tensor([value], dtype=torch.int64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return int(t.item())
+
+
 def shard(items: list, info: DistInfo) -> list:
     """This rank's contiguous share of ``items`` (a prompt group never straddles two ranks)."""
     per, extra = divmod(len(items), info.world)

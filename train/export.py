@@ -24,3 +24,24 @@ def export_hf(model: torch.nn.Module, tokenizer, out_dir: str | Path) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out_dir
+
+
+def export_checkpoint(learner_dir: str | Path, policy: str, out_dir: str | Path, dtype: str = "float32",
+                      cache_dir: str | None = None) -> Path:
+    """A checkpoint's policy (``Learner.save_state``, written by any number of ranks under any
+    strategy) as an HF directory, in one process: the base model supplies the architecture and
+    tokenizer, torch.distributed.checkpoint reassembles the full weights from the shards."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
+
+    from train.models import load_policy
+
+    learner_dir = Path(learner_dir)
+    if not (learner_dir / "dcp").is_dir():
+        raise FileNotFoundError(f"{learner_dir} holds no learner checkpoint (expected {learner_dir / 'dcp'}; "
+                                "runs with trainer.enabled: false have no trained weights to export)")
+    model, tokenizer = load_policy(policy, dtype, cache_dir)
+    state = {"model": get_model_state_dict(model)}
+    dcp.load(state, checkpoint_id=str(learner_dir / "dcp"))
+    set_model_state_dict(model, state["model"])
+    return export_hf(model, tokenizer, out_dir)

@@ -22,6 +22,7 @@ if __package__ in (None, ""):  # run as a script: import the repo's packages, no
     sys.path.insert(0, str(_here.parent))
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
@@ -143,7 +144,9 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
         t_gen = time.perf_counter()
         params = SamplingParams(G, cfg.rollout.temperature, cfg.rollout.top_p, cfg.rollout.max_new_tokens,
                                 seed=cfg.run.seed * 1_000_003 + epoch * 997 + info.rank)
-        completions = engine.generate([j.token_ids for j in mine], params)
+        # Under fsdp2 the HF engine generates with the layers held unsharded (no per-forward collectives).
+        with learner.generation_context() if learner is not None else contextlib.nullcontext():
+            completions = engine.generate([j.token_ids for j in mine], params)
         local = [[(c.token_ids, c.text, c.truncated) for c in group] for group in completions]
         gen_time = time.perf_counter() - t_gen
         gathered = gather((local, gen_time), info)

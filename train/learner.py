@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import copy
 import time
+import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from train.config import TrainerConfig
-from train.distributed import DistInfo, all_reduce_sum
+from train.distributed import DistInfo, all_reduce_max, all_reduce_sum
 from train.grpo import LossSettings, actor_config, compute_advantages, grpo_loss, zero_std_fraction
 
 
@@ -67,24 +69,99 @@ def response_logprobs(model: torch.nn.Module, batch: dict[str, torch.Tensor], te
     return logp, entropy
 
 
+def token_budget_chunks(samples: list[Sample], micro_batch_size: int, max_tokens: int) -> list[list[int]]:
+    """Micro-batches of sample indices. With a token budget, samples are taken longest first and a
+    micro-batch grows while its padded size (rows x longest prompt + longest response) fits; a
+    sample longer than the budget runs alone. The loss is normalised over the global batch, so
+    the gradient does not depend on how the batch is cut."""
+    if max_tokens <= 0:
+        return [list(range(i, min(i + micro_batch_size, len(samples)))) for i in range(0, len(samples), micro_batch_size)]
+    order = sorted(range(len(samples)), key=lambda i: -(len(samples[i].prompt_ids) + len(samples[i].response_ids)))
+    chunks, current, p_max, r_max = [], [], 0, 0
+    for i in order:
+        p, r = len(samples[i].prompt_ids), max(len(samples[i].response_ids), 1)
+        grown = (len(current) + 1) * (max(p_max, p) + max(r_max, r))
+        if current and (grown > max_tokens or len(current) >= micro_batch_size):
+            chunks.append(current)
+            current, p_max, r_max = [], 0, 0
+        current.append(i)
+        p_max, r_max = max(p_max, p), max(r_max, r)
+    if current:
+        chunks.append(current)
+    return chunks
+
+
 class Learner:
     def __init__(self, model: torch.nn.Module, cfg: TrainerConfig, group_size: int, temperature: float,
                  pad_id: int, info: DistInfo):
+        from train.sharding import resolve_strategy, wrap
+
         self.cfg = cfg
         self.info = info
         self.pad_id = pad_id
         self.temperature = temperature
         self.settings = LossSettings(cfg.policy_loss, cfg.clip_ratio_low, cfg.clip_ratio_high, cfg.loss_agg_mode,
                                      cfg.kl_coef, cfg.kl_type, cfg.entropy_coeff, group_size)
+        self.strategy = resolve_strategy(cfg.strategy, info)
         self.ref = None
         if cfg.kl_coef > 0:
             self.ref = copy.deepcopy(model).eval()
             self.ref.requires_grad_(False)
-        self.module = model
-        self.model = model
-        if info.enabled:
-            self.model = torch.nn.parallel.DistributedDataParallel(model)
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+            if self.strategy == "fsdp2":  # the frozen copy is sharded too, or 14B+ would not fit
+                self.ref = wrap(self.ref, "fsdp2", cfg.bf16, cfg.offload_params)
+        self.module = model  # unwrapped (DDP) or the sharded root itself (fsdp2)
+        self.model = wrap(model, self.strategy, cfg.bf16, cfg.offload_params)
+        if self.strategy == "fsdp2":
+            self.module = self.model
+        self.optimizer = torch.optim.AdamW(self.module.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        warmup = cfg.lr_warmup_steps
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup > 0 else 1.0)
+        self.moved = False  # has any optimizer step changed the policy away from the reference?
+
+    def generation_context(self):
+        """Where the HF engine may call ``generate`` on the trained module (unsharded under fsdp2)."""
+        from train.sharding import gathered_for_generation
+
+        return gathered_for_generation(self.module, self.strategy)
+
+    def full_state_dict(self) -> dict[str, torch.Tensor]:
+        """Collective: the full policy weights, HF names, on every rank (engine sync, export)."""
+        from train.sharding import full_model_state
+
+        return full_model_state(self.module)
+
+    def save_state(self, path: Path) -> None:
+        """Collective: model + optimizer (torch.distributed.checkpoint, each rank its shards) and the
+        scheduler and step flags (rank 0). ``path`` is a directory the caller renames when done."""
+        import torch.distributed.checkpoint as dcp
+
+        from train.sharding import train_state
+
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        dcp.save(train_state(self.module, self.optimizer), checkpoint_id=str(path / "dcp"))
+        if self.info.is_main:
+            torch.save({"scheduler": self.scheduler.state_dict(), "moved": self.moved,
+                        "strategy": self.strategy, "world": self.info.world}, path / "extra.pt")
+
+    def load_state(self, path: Path) -> None:
+        import torch.distributed.checkpoint as dcp
+
+        from train.sharding import load_train_state, train_state
+
+        path = Path(path)
+        state = train_state(self.module, self.optimizer)
+        dcp.load(state, checkpoint_id=str(path / "dcp"))  # resharded to this run's world size
+        load_train_state(self.module, self.optimizer, state)
+        extra = torch.load(path / "extra.pt", weights_only=True)
+        self.scheduler.load_state_dict(extra["scheduler"])
+        self.moved = bool(extra["moved"])
+
+    def _nothing_to_learn(self, zero_frac: float) -> bool:
+        """Every group has equal rewards and the policy still is the reference: the policy-gradient
+        and KL gradients are exactly 0, so the forward/backward passes can be skipped."""
+        return (zero_frac >= 1.0 and not self.moved and self.cfg.entropy_coeff == 0 and self.cfg.weight_decay == 0)
 
     def step(self, samples: list[Sample]) -> dict[str, float]:
         """One GRPO optimizer step on this rank's rollouts (all ranks must call it together)."""
@@ -100,24 +177,35 @@ class Learner:
             [mask.sum().item(), (mask.sum(-1) > 0).sum().item(), zero_std_fraction(rewards, groups) * len(set(groups.tolist())),
              len(set(groups.tolist()))], self.info)
         metrics = {"zero_std_frac": zero_groups / max(n_groups, 1), "loss": 0.0, "pg_loss": 0.0, "kl": 0.0,
-                   "entropy": 0.0, "clip_frac": 0.0, "grad_norm": 0.0}
-        if tokens == 0:  # every completion masked: nothing to learn from, on any rank
+                   "entropy": 0.0, "clip_frac": 0.0, "grad_norm": 0.0, "lr": self.scheduler.get_last_lr()[0],
+                   "skipped_step": 0.0}
+        if tokens == 0 or self._nothing_to_learn(metrics["zero_std_frac"]):
+            metrics["skipped_step"] = 1.0
+            with warnings.catch_warnings():  # no optimizer step on purpose; the schedule still advances
+                warnings.simplefilter("ignore", UserWarning)
+                self.scheduler.step()
+            metrics["train_time_s"] = time.perf_counter() - start
             return metrics
         cfg = actor_config(self.settings, self.info.world, int(tokens), int(seqs))
         self.model.train()
-        mb = self.cfg.micro_batch_size
-        chunks = [list(range(i, min(i + mb, len(samples)))) for i in range(0, len(samples), mb)]
-        for n, idx in enumerate(chunks):
+        chunks = token_budget_chunks(samples, self.cfg.micro_batch_size, self.cfg.max_tokens_per_micro_batch)
+        # Every rank must run the same number of forward/backward passes (DDP/FSDP collectives).
+        n_chunks = all_reduce_max(len(chunks), self.info)
+        for n in range(n_chunks):
+            idx = chunks[n] if n < len(chunks) else chunks[-1][:1]
+            weight = 1.0 if n < len(chunks) else 0.0  # a padding pass: same collectives, zero gradient
             sub = [samples[i] for i in idx]
             batch = pack(sub, self.pad_id)
             r = batch["response_mask"].shape[1]
-            sub_mask, sub_adv = mask[idx, :r], advantages[idx, :r]
+            sub_mask, sub_adv = mask[idx, :r] * weight, advantages[idx, :r]
             ref_logp = None
             if self.ref is not None:
                 with torch.no_grad():
                     ref_logp, _ = response_logprobs(self.ref, batch, self.temperature)
-            sync = n == len(chunks) - 1 or not self.info.enabled
-            ctx = self.model.no_sync() if not sync else _nullcontext()
+            last = n == n_chunks - 1
+            ctx = self.model.no_sync() if (self.strategy == "ddp" and not last) else _nullcontext()
+            if self.strategy == "fsdp2":
+                self.model.set_requires_gradient_sync(last)
             with ctx:
                 logp, entropy = response_logprobs(self.model, batch, self.temperature, with_entropy=True)
                 if self.cfg.entropy_coeff == 0:
@@ -125,17 +213,22 @@ class Learner:
                 # One update per batch of fresh rollouts: pi_old is the current policy (ratio 1).
                 loss, parts = grpo_loss(logp, logp.detach(), ref_logp, sub_adv, sub_mask, entropy, cfg)
                 loss.backward()
-            metrics["loss"] += loss.item()
-            for key in ("pg_loss", "kl", "entropy"):
-                metrics[key] += parts.get(key, 0.0)
-            metrics["clip_frac"] += parts["clip_frac"] * len(idx) / len(samples)
-        metrics["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.module.parameters(), self.cfg.grad_clip))
+            if weight:
+                metrics["loss"] += loss.item()
+                for key in ("pg_loss", "kl", "entropy"):
+                    metrics[key] += parts.get(key, 0.0)
+                metrics["clip_frac"] += parts["clip_frac"] * len(idx) / len(samples)
+        norm = torch.nn.utils.clip_grad_norm_(self.module.parameters(), self.cfg.grad_clip)
+        metrics["grad_norm"] = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
         self.optimizer.step()
+        self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
+        self.moved = True
         summed = all_reduce_sum([metrics[k] for k in ("loss", "pg_loss", "kl", "entropy", "clip_frac")], self.info)
         for key, value in zip(("loss", "pg_loss", "kl", "entropy", "clip_frac"), summed):
             metrics[key] = value / self.info.world
         metrics["train_tokens"] = tokens
+        metrics["micro_batches"] = n_chunks
         metrics["train_time_s"] = time.perf_counter() - start
         return metrics
 

@@ -1,0 +1,15 @@
+"""Export a run's trained policy as a Hugging Face model directory.
+
+    python scripts/export.py runs/latest my-model/            # newest checkpoint
+    python scripts/export.py runs/latest my-model/ --checkpoint runs/latest/checkpoints/epoch-000004
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from train.export_cli import main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(main())

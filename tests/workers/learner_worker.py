@@ -1,0 +1,67 @@
+"""One GRPO step (or save / resume) on the tiny policy, run alone or under torchrun by
+tests/test_distributed_train.py. Writes the resulting full weights to OUT/weights.pt (rank 0)."""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from train.config import TrainerConfig  # noqa: E402
+from train.distributed import init_distributed, shard, shutdown  # noqa: E402
+from train.learner import Learner, Sample  # noqa: E402
+from train.models import load_policy  # noqa: E402
+
+
+def batch(step: int) -> list[list[Sample]]:
+    """4 groups x 3 samples with varied lengths and rewards (different per step)."""
+    gen = torch.Generator().manual_seed(100 + step)
+    groups = []
+    for g in range(4):
+        prompt = torch.randint(10, 1000, (5 + 2 * g,), generator=gen).tolist()
+        groups.append([Sample(prompt, torch.randint(10, 1000, (3 + (j + g) % 4,), generator=gen).tolist(),
+                              reward=float((j * 7 + g + step) % 3), group=g) for j in range(3)])
+    return groups
+
+
+def main() -> None:
+    import faulthandler
+    faulthandler.dump_traceback_later(300, exit=True)  # a hung collective fails the test instead of CI
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--strategy", default="none")
+    ap.add_argument("--steps", type=int, default=1)
+    ap.add_argument("--save", help="save_state here after the steps")
+    ap.add_argument("--load", help="load_state from here before the steps")
+    ap.add_argument("--first-step", type=int, default=0)
+    ap.add_argument("--token-budget", type=int, default=0)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    info = init_distributed()
+    torch.manual_seed(0)
+    model, tok = load_policy("tiny-random", "float32", None, seed=0)
+    cfg = TrainerConfig(lr=1e-2, grad_clip=1e9, strategy=args.strategy, micro_batch_size=2,
+                        max_tokens_per_micro_batch=args.token_budget, lr_warmup_steps=2)
+    learner = Learner(model, cfg, group_size=3, temperature=1.0, pad_id=tok.pad_token_id, info=info)
+    if args.load:
+        learner.load_state(Path(args.load))
+    losses = []
+    for step in range(args.first_step, args.first_step + args.steps):
+        mine = [s for group in shard(batch(step), info) for s in group]
+        losses.append(learner.step(mine)["loss"])
+    if args.save:
+        learner.save_state(Path(args.save))
+    weights = learner.full_state_dict()
+    if info.is_main:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        torch.save({k: v.detach().clone() for k, v in weights.items()}, out / "weights.pt")
+        (out / "losses.json").write_text(json.dumps(losses))
+    shutdown(info)
+
+
+if __name__ == "__main__":
+    main()

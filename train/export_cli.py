@@ -1,0 +1,43 @@
+"""``helix export RUN_DIR OUT_DIR`` (= ``python scripts/export.py RUN_DIR OUT_DIR``): a run's
+trained policy as a Hugging Face model directory.
+
+The weights come from the run's newest complete checkpoint (``--checkpoint`` picks another),
+reassembled in one process whatever strategy and world size wrote it; the architecture and
+tokenizer come from the run's ``model.policy``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    from train.checkpoint import latest_checkpoint
+    from train.config import ConfigError, load_config
+    from train.export import export_checkpoint
+
+    parser = argparse.ArgumentParser(prog="helix export", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("--checkpoint", type=Path, help="a checkpoints/epoch-NNNNNN directory (default: the newest)")
+    args = parser.parse_args(argv)
+    try:
+        # Export needs only the model section; the engine may be a plugin not importable here.
+        cfg = load_config(args.run_dir / "config.yaml", ["rollout.engine=hf"])
+    except ConfigError as err:
+        print(f"helix export: {args.run_dir} is not a usable run directory: {err}", file=sys.stderr)
+        return 2
+    ckpt = args.checkpoint or latest_checkpoint(args.run_dir)
+    if ckpt is None:
+        print(f"helix export: no complete checkpoint in {args.run_dir / 'checkpoints'}", file=sys.stderr)
+        return 2
+    try:
+        out = export_checkpoint(Path(ckpt) / "learner", cfg.model.policy, args.out_dir, cfg.model.dtype, cfg.model.cache_dir)
+    except FileNotFoundError as err:
+        print(f"helix export: {err}", file=sys.stderr)
+        return 2
+    print(f"[helix] exported {ckpt} to {out}", flush=True)
+    return 0

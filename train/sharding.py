@@ -1,0 +1,104 @@
+"""How the policy is spread over ranks: nothing, DDP replicas, or FSDP2 shards.
+
+``fsdp2`` is what makes 14B/32B fit on one 8-GPU node: parameters, gradients and optimizer
+state are sharded per decoder layer (``fully_shard``), optionally kept on the CPU between uses
+(``offload_params``), with bf16 compute and fp32 gradient reduction. State dicts use
+``torch.distributed.checkpoint.state_dict``, whose names are the plain HF ones in every mode,
+so checkpoints, weight sync to an inference engine and HF export share one code path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model_state_dict, get_state_dict,
+                                                     set_state_dict)
+
+from train.distributed import DistInfo
+
+STRATEGIES = ("auto", "none", "ddp", "fsdp2")
+
+
+def resolve_strategy(name: str, info: DistInfo) -> str:
+    """``auto``: a single process is ``none``; under torchrun, ``ddp`` (small policies replicate
+    cheaply; choose ``fsdp2`` explicitly when one copy per rank does not fit)."""
+    if name not in STRATEGIES:
+        raise ValueError(f"unknown trainer.strategy {name!r}; valid: {', '.join(STRATEGIES)}")
+    if name == "auto":
+        return "ddp" if info.enabled else "none"
+    if name in ("ddp", "fsdp2") and not info.enabled:
+        return "none"  # one process: nothing to replicate or shard
+    return name
+
+
+def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The repeated blocks FSDP2 shards one by one (``model.model.layers`` in HF decoder LMs)."""
+    inner = getattr(model, "model", None)
+    layers = getattr(inner, "layers", None)
+    if layers is None:
+        raise ValueError(f"fsdp2 needs an HF decoder model with model.layers; {type(model).__name__} has none")
+    return list(layers)
+
+
+def shard_fsdp2(model: torch.nn.Module, bf16: bool, offload_params: bool) -> torch.nn.Module:
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    mesh = init_device_mesh(device, (torch.distributed.get_world_size(),))
+    kwargs = {"mesh": mesh}
+    if bf16:
+        kwargs["mp_policy"] = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    if offload_params:
+        kwargs["offload_policy"] = CPUOffloadPolicy()
+    for layer in decoder_layers(model):
+        fully_shard(layer, **kwargs)
+    fully_shard(model, **kwargs)
+    return model
+
+
+def wrap(model: torch.nn.Module, strategy: str, bf16: bool = False, offload_params: bool = False) -> torch.nn.Module:
+    """The module the optimizer and forward passes use (the caller keeps the unwrapped one)."""
+    if strategy == "ddp":
+        return torch.nn.parallel.DistributedDataParallel(model)
+    if strategy == "fsdp2":
+        return shard_fsdp2(model, bf16, offload_params)
+    return model
+
+
+def full_model_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Full, unsharded HF-named tensors on every rank (collective under fsdp2)."""
+    return get_model_state_dict(module, options=StateDictOptions(full_state_dict=True))
+
+
+def train_state(module: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict:
+    """Model + optimizer state as each rank holds it (sharded under fsdp2), for DCP."""
+    model_sd, optim_sd = get_state_dict(module, optimizer)
+    return {"model": model_sd, "optim": optim_sd}
+
+
+def load_train_state(module: torch.nn.Module, optimizer: torch.optim.Optimizer, state: dict) -> None:
+    set_state_dict(module, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+
+
+@contextlib.contextmanager
+def gathered_for_generation(module: torch.nn.Module, strategy: str):
+    """Under fsdp2, hold every layer unsharded while HF ``generate`` runs: ranks generate
+    different prompts for different numbers of steps, so per-forward all-gathers would deadlock."""
+    if strategy != "fsdp2":
+        yield module
+        return
+    from torch.distributed.fsdp import FSDPModule
+
+    fsdp = [m for m in module.modules() if isinstance(m, FSDPModule)]
+    for m in fsdp:
+        m.set_reshard_after_forward(False, recurse=False)
+    for m in fsdp:
+        m.unshard()
+    try:
+        yield module
+    finally:
+        for m in fsdp:
+            m.reshard()
+            m.set_reshard_after_forward(True, recurse=False)
