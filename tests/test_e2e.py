@@ -116,11 +116,12 @@ def test_children_are_evaluated_and_kept_with_lineage(tmp_path):
 
 
 @pytest.mark.slow
-def test_torchrun_two_ranks(tmp_path):
+@pytest.mark.parametrize("strategy", ["auto", "fsdp2"])
+def test_torchrun_two_ranks(tmp_path, strategy):
     torchrun = Path(sys.executable).with_name("torchrun")
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    cmd = [str(torchrun), "--nproc_per_node", "2", str(ROOT / "train" / "helix.py"), "--config", QUICK, *TINY,
-           f"run.output_dir={tmp_path}", "run.name=dist"]
+    cmd = [str(torchrun), "--standalone", "--nproc_per_node", "2", str(ROOT / "train" / "helix.py"), "--config", QUICK,
+           *TINY, f"run.output_dir={tmp_path}", "run.name=dist", f"trainer.strategy={strategy}"]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = metrics(tmp_path / "dist")

@@ -26,6 +26,18 @@ def export_hf(model: torch.nn.Module, tokenizer, out_dir: str | Path) -> Path:
     return out_dir
 
 
+def export_state(state: dict[str, torch.Tensor], policy: str, out_dir: str | Path, dtype: str = "float32",
+                 cache_dir: str | None = None) -> Path:
+    """Full weights (e.g. gathered from FSDP2 shards) into a fresh copy of the base architecture."""
+    from torch.distributed.checkpoint.state_dict import set_model_state_dict
+
+    from train.models import load_policy
+
+    model, tokenizer = load_policy(policy, dtype, cache_dir)
+    set_model_state_dict(model, state)
+    return export_hf(model, tokenizer, out_dir)
+
+
 def export_checkpoint(learner_dir: str | Path, policy: str, out_dir: str | Path, dtype: str = "float32",
                       cache_dir: str | None = None) -> Path:
     """A checkpoint's policy (``Learner.save_state``, written by any number of ranks under any

@@ -215,11 +215,16 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
             break
 
     out = None
+    # Sharded weights are gathered by every rank together; rank 0 writes them.
+    full = learner.full_state_dict() if cfg.run.export and learner is not None and learner.strategy == "fsdp2" else None
     if info.is_main:
         if cfg.run.export:
-            from train.export import export_hf
+            from train.export import export_hf, export_state
 
-            out = export_hf(model, tokenizer, run_dir.export_path)
+            if full is not None:
+                out = export_state(full, cfg.model.policy, run_dir.export_path, cfg.model.dtype, cfg.model.cache_dir)
+            else:
+                out = export_hf(model, tokenizer, run_dir.export_path)
             print(f"[helix] exported Hugging Face model to {out}", flush=True)
         best = evo.archive.best()
         if best is not None:
