@@ -47,6 +47,7 @@ def export_checkpoint(learner_dir: str | Path, policy: str, out_dir: str | Path,
     from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
 
     from train.models import load_policy
+    from train.sharding import quiet_single_process_dcp
 
     learner_dir = Path(learner_dir)
     if not (learner_dir / "dcp").is_dir():
@@ -54,6 +55,7 @@ def export_checkpoint(learner_dir: str | Path, policy: str, out_dir: str | Path,
                                 "runs with trainer.enabled: false have no trained weights to export)")
     model, tokenizer = load_policy(policy, dtype, cache_dir)
     state = {"model": get_model_state_dict(model)}
-    dcp.load(state, checkpoint_id=str(learner_dir / "dcp"))
+    with quiet_single_process_dcp():
+        dcp.load(state, checkpoint_id=str(learner_dir / "dcp"))
     set_model_state_dict(model, state["model"])
     return export_hf(model, tokenizer, out_dir)

@@ -136,11 +136,12 @@ class Learner:
         scheduler and step flags (rank 0). ``path`` is a directory the caller renames when done."""
         import torch.distributed.checkpoint as dcp
 
-        from train.sharding import train_state
+        from train.sharding import quiet_single_process_dcp, train_state
 
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        dcp.save(train_state(self.module, self.optimizer), checkpoint_id=str(path / "dcp"))
+        with quiet_single_process_dcp():
+            dcp.save(train_state(self.module, self.optimizer), checkpoint_id=str(path / "dcp"))
         if self.info.is_main:
             torch.save({"scheduler": self.scheduler.state_dict(), "moved": self.moved,
                         "strategy": self.strategy, "world": self.info.world}, path / "extra.pt")
@@ -148,11 +149,12 @@ class Learner:
     def load_state(self, path: Path) -> None:
         import torch.distributed.checkpoint as dcp
 
-        from train.sharding import load_train_state, train_state
+        from train.sharding import load_train_state, quiet_single_process_dcp, train_state
 
         path = Path(path)
         state = train_state(self.module, self.optimizer)
-        dcp.load(state, checkpoint_id=str(path / "dcp"))  # resharded to this run's world size
+        with quiet_single_process_dcp():
+            dcp.load(state, checkpoint_id=str(path / "dcp"))  # resharded to this run's world size
         load_train_state(self.module, self.optimizer, state)
         extra = torch.load(path / "extra.pt", weights_only=True)
         self.scheduler.load_state_dict(extra["scheduler"])

@@ -83,6 +83,17 @@ def load_train_state(module: torch.nn.Module, optimizer: torch.optim.Optimizer, 
 
 
 @contextlib.contextmanager
+def quiet_single_process_dcp():
+    """torch.distributed.checkpoint warns on every single-process save/load that it "assumes the
+    intent is to save in a single process"; that is exactly the intent here."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="torch.distributed is disabled, unavailable or uninitialized")
+        yield
+
+
+@contextlib.contextmanager
 def gathered_for_generation(module: torch.nn.Module, strategy: str):
     """Under fsdp2, hold every layer unsharded while HF ``generate`` runs: ranks generate
     different prompts for different numbers of steps, so per-forward all-gathers would deadlock."""
