@@ -24,7 +24,7 @@ from population.diversity import knn_diversity  # noqa: E402
 from population.selection import nondominated_fronts  # noqa: E402
 
 PHASES = (("gen_time_s", "generate"), ("eval_time_s", "evaluate"), ("train_time_s", "train"),
-          ("embed_select_time_s", "embed + select"), ("checkpoint_time_s", "checkpoint"))
+          ("weight_sync_time_s", "weight sync"), ("embed_select_time_s", "embed + select"), ("checkpoint_time_s", "checkpoint"))
 # (config section, key) shown in the report's header table, in order.
 SUMMARY_KEYS = (("task", "name"), ("model", "policy"), ("rollout", "engine"), ("rollout", "group_size"),
                 ("rollout", "temperature"), ("trainer", "enabled"), ("trainer", "epochs"),

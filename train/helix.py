@@ -99,7 +99,7 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
         learner = Learner(model, cfg.trainer, cfg.rollout.group_size, cfg.rollout.temperature, tokenizer.pad_token_id, info)
     else:
         model.requires_grad_(False)  # EvoOnly: no optimizer, no reference model
-    engine = build_engine(cfg.rollout.engine, model=model, tokenizer=tokenizer, batch_size=cfg.rollout.batch_size, progress=progress)
+    engine = build_engine(cfg.rollout.engine, cfg, model=model, tokenizer=tokenizer, info=info, progress=progress)
     timeout = cfg.task.timeout_s or task.timeout_s
 
     start_epoch, evo_state = 0, None
@@ -142,10 +142,11 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
         # 3. G rollouts per prompt, each rank its own share of the prompts
         mine = shard(jobs, info)
         t_gen = time.perf_counter()
-        params = SamplingParams(G, cfg.rollout.temperature, cfg.rollout.top_p, cfg.rollout.max_new_tokens,
-                                seed=cfg.run.seed * 1_000_003 + epoch * 997 + info.rank)
-        # Under fsdp2 the HF engine generates with the layers held unsharded (no per-forward collectives).
-        with learner.generation_context() if learner is not None else contextlib.nullcontext():
+        params = SamplingParams.from_config(cfg.rollout, seed=cfg.run.seed * 1_000_003 + epoch * 997 + info.rank)
+        # An engine sampling from the trainer's own module (hf) does so with the layers held unsharded
+        # under fsdp2/deepspeed (no per-forward collectives); vllm has its own copy of the weights.
+        on_module = learner is not None and getattr(engine, "shares_trainer_module", False)
+        with learner.generation_context() if on_module else contextlib.nullcontext():
             completions = engine.generate([j.token_ids for j in mine], params)
         local = [[(c.token_ids, c.text, c.truncated) for c in group] for group in completions]
         gen_time = time.perf_counter() - t_gen
@@ -163,12 +164,15 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
         rewards = broadcast(rewards, info)
 
         # 5. GRPO step (all ranks)
-        train_metrics = {}
+        train_metrics, sync_time = {}, 0.0
         if learner is not None:
             samples = [Sample(job.token_ids, c.token_ids, rewards[job.index][g], job.index, c.truncated)
                        for job, group in zip(mine, completions) for g, c in enumerate(group)]
             train_metrics = learner.step(samples)
-            engine.sync_weights(model)
+            if engine.needs_sync and not train_metrics.get("skipped_step"):  # an engine with its own copy of the weights
+                t_sync = time.perf_counter()
+                engine.sync_weights(learner.full_state_dict())  # collective under fsdp2/deepspeed
+                sync_time = time.perf_counter() - t_sync
 
         ids = diversity = chosen = best = select_time = None
         if info.is_main:  # 6-7. archive, embed, kNN diversity, selection
@@ -188,6 +192,7 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
 
         if info.is_main:
             times = dict(gen_time_s=gen_time, eval_time_s=eval_time, train_time_s=train_metrics.pop("train_time_s", 0.0),
+                         weight_sync_time_s=sync_time,
                          embed_select_time_s=select_time, checkpoint_time_s=ckpt_time, epoch_time_s=time.perf_counter() - t0)
             metrics = epoch_metrics(
                 epoch, rows, is_program, [len(c[0]) for group in outputs for c in group],

@@ -3,11 +3,13 @@
 Orchestration only; the loss math lives in ``train.grpo``. Sequences are laid out as
 [left pad | prompt | response | right pad] so every response starts at the same column and
 logits are computed for response positions only. Micro-batches accumulate gradients; under
-torchrun the policy is wrapped in DDP and the loss is normalised over the global batch.
+torchrun the policy is replicated (DDP) or sharded (FSDP2 in ``train.sharding``, DeepSpeed ZeRO in
+``train.zero``) and the loss is normalised over the global batch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 import warnings
@@ -18,6 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from train import zero
 from train.config import TrainerConfig
 from train.distributed import DistInfo, all_reduce_max, all_reduce_sum
 from train.grpo import LossSettings, actor_config, compute_advantages, grpo_loss, zero_std_fraction
@@ -103,45 +106,64 @@ class Learner:
         self.settings = LossSettings(cfg.policy_loss, cfg.clip_ratio_low, cfg.clip_ratio_high, cfg.loss_agg_mode,
                                      cfg.kl_coef, cfg.kl_type, cfg.entropy_coeff, group_size)
         self.strategy = resolve_strategy(cfg.strategy, info)
+        offload = cfg.offload_params or cfg.offload_optimizer  # fsdp2 offloads both or neither
+        warmup = cfg.lr_warmup_steps
+
+        def make_scheduler(optimizer):
+            return torch.optim.lr_scheduler.LambdaLR(
+                optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup > 0 else 1.0)
+
         self.ref = None
         if cfg.kl_coef > 0:
             self.ref = copy.deepcopy(model).eval()
             self.ref.requires_grad_(False)
-            if self.strategy == "fsdp2":  # the frozen copy is sharded too, or 14B+ would not fit
-                self.ref = wrap(self.ref, "fsdp2", cfg.bf16, cfg.offload_params)
-        self.module = model  # unwrapped (DDP) or the sharded root itself (fsdp2)
-        self.model = wrap(model, self.strategy, cfg.bf16, cfg.offload_params)
-        if self.strategy == "fsdp2":
-            self.module = self.model
-        self.optimizer = torch.optim.AdamW(self.module.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-        warmup = cfg.lr_warmup_steps
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup > 0 else 1.0)
+            # The frozen copy is sharded like the policy, or 14B+ would not fit.
+            if self.strategy == "fsdp2":
+                self.ref = wrap(self.ref, "fsdp2", cfg.bf16, offload)
+            elif self.strategy == "deepspeed":
+                self.ref = zero.wrap_reference(self.ref, cfg)
+        self.module = model  # the HF model: unwrapped (none/DDP/DeepSpeed) or the sharded root (fsdp2)
+        if self.strategy == "deepspeed":
+            self.model, self.optimizer, self.scheduler = zero.wrap_policy(model, cfg, make_scheduler)
+        else:
+            self.model = wrap(model, self.strategy, cfg.bf16, offload)
+            if self.strategy == "fsdp2":
+                self.module = self.model
+            self.optimizer = torch.optim.AdamW(self.module.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+            self.scheduler = make_scheduler(self.optimizer)
         self.moved = False  # has any optimizer step changed the policy away from the reference?
 
     def generation_context(self):
         """Where the HF engine may call ``generate`` on the trained module (unsharded under fsdp2)."""
         from train.sharding import gathered_for_generation
 
+        if self.strategy == "deepspeed":
+            return zero.gathered_for_generation(self.module)
         return gathered_for_generation(self.module, self.strategy)
 
     def full_state_dict(self) -> dict[str, torch.Tensor]:
         """Collective: the full policy weights, HF names, on every rank (engine sync, export)."""
         from train.sharding import full_model_state
 
+        if self.strategy == "deepspeed":
+            return zero.full_state(self.module)
         return full_model_state(self.module)
 
     def save_state(self, path: Path) -> None:
-        """Collective: model + optimizer (torch.distributed.checkpoint, each rank its shards) and the
-        scheduler and step flags (rank 0). ``path`` is a directory the caller renames when done."""
+        """Collective: model + optimizer (torch.distributed.checkpoint under ``dcp/``, each rank its
+        shards; DeepSpeed's own checkpoint under ``deepspeed/``) and the scheduler and step flags
+        (rank 0). Writes only inside ``path``, a directory the caller renames when done."""
         import torch.distributed.checkpoint as dcp
 
         from train.sharding import quiet_single_process_dcp, train_state
 
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        with quiet_single_process_dcp():
-            dcp.save(train_state(self.module, self.optimizer), checkpoint_id=str(path / "dcp"))
+        if self.strategy == "deepspeed":
+            zero.save(self.model, path / "deepspeed")
+        else:
+            with quiet_single_process_dcp():
+                dcp.save(train_state(self.module, self.optimizer), checkpoint_id=str(path / "dcp"))
         if self.info.is_main:
             torch.save({"scheduler": self.scheduler.state_dict(), "moved": self.moved,
                         "strategy": self.strategy, "world": self.info.world}, path / "extra.pt")
@@ -152,11 +174,20 @@ class Learner:
         from train.sharding import load_train_state, quiet_single_process_dcp, train_state
 
         path = Path(path)
-        state = train_state(self.module, self.optimizer)
-        with quiet_single_process_dcp():
-            dcp.load(state, checkpoint_id=str(path / "dcp"))  # resharded to this run's world size
-        load_train_state(self.module, self.optimizer, state)
         extra = torch.load(path / "extra.pt", weights_only=True)
+        was_ds, is_ds = extra["strategy"] == "deepspeed", self.strategy == "deepspeed"
+        if was_ds != is_ds or (is_ds and extra["world"] != self.info.world):
+            raise ValueError(f"{path} was written under trainer.strategy={extra['strategy']} with {extra['world']} "
+                             f"rank(s); this run is {self.strategy} with {self.info.world}. DeepSpeed checkpoints "
+                             "resume only under deepspeed with the same number of ranks (DCP ones reshard to "
+                             "none/ddp/fsdp2 at any size); `helix export` reads either kind.")
+        if is_ds:
+            zero.load(self.model, path / "deepspeed")
+        else:
+            state = train_state(self.module, self.optimizer)
+            with quiet_single_process_dcp():
+                dcp.load(state, checkpoint_id=str(path / "dcp"))  # resharded to this run's world size
+            load_train_state(self.module, self.optimizer, state)
         self.scheduler.load_state_dict(extra["scheduler"])
         self.moved = bool(extra["moved"])
 
@@ -205,7 +236,7 @@ class Learner:
                 with torch.no_grad():
                     ref_logp, _ = response_logprobs(self.ref, batch, self.temperature)
             last = n == n_chunks - 1
-            ctx = self.model.no_sync() if (self.strategy == "ddp" and not last) else _nullcontext()
+            ctx = self.model.no_sync() if (self.strategy == "ddp" and not last) else contextlib.nullcontext()
             if self.strategy == "fsdp2":
                 self.model.set_requires_gradient_sync(last)
             with ctx:
@@ -214,17 +245,24 @@ class Learner:
                     entropy = entropy.detach()
                 # One update per batch of fresh rollouts: pi_old is the current policy (ratio 1).
                 loss, parts = grpo_loss(logp, logp.detach(), ref_logp, sub_adv, sub_mask, entropy, cfg)
-                loss.backward()
+                if self.strategy == "deepspeed":
+                    self.model.backward(loss, scale_wrt_gas=False)  # already normalised globally
+                else:
+                    loss.backward()
             if weight:
                 metrics["loss"] += loss.item()
                 for key in ("pg_loss", "kl", "entropy"):
                     metrics[key] += parts.get(key, 0.0)
                 metrics["clip_frac"] += parts["clip_frac"] * len(idx) / len(samples)
-        norm = torch.nn.utils.clip_grad_norm_(self.module.parameters(), self.cfg.grad_clip)
-        metrics["grad_norm"] = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
-        self.optimizer.step()
-        self.scheduler.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        if self.strategy == "deepspeed":  # clips (trainer.grad_clip), steps optimizer + scheduler, zeroes grads
+            self.model.step()
+            metrics["grad_norm"] = float(self.model.get_global_grad_norm())
+        else:
+            norm = torch.nn.utils.clip_grad_norm_(self.module.parameters(), self.cfg.grad_clip)
+            metrics["grad_norm"] = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
+            self.optimizer.step()
+            self.scheduler.step()
+            self.optimizer.zero_grad(set_to_none=True)
         self.moved = True
         summed = all_reduce_sum([metrics[k] for k in ("loss", "pg_loss", "kl", "entropy", "clip_frac")], self.info)
         for key, value in zip(("loss", "pg_loss", "kl", "entropy", "clip_frac"), summed):
@@ -234,10 +272,3 @@ class Learner:
         metrics["train_time_s"] = time.perf_counter() - start
         return metrics
 
-
-class _nullcontext:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False

