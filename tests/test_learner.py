@@ -1,4 +1,5 @@
 import copy
+import math
 
 import pytest
 import torch
@@ -135,3 +136,42 @@ def test_deepspeed_checkpoint_does_not_load_into_another_strategy(tiny_model, to
     torch.save({"scheduler": {}, "moved": True, "strategy": "deepspeed", "world": 2}, tmp_path / "extra.pt")
     with pytest.raises(ValueError, match="DeepSpeed checkpoints resume only under deepspeed with the same"):
         _learner(tiny_model, tokenizer).load_state(tmp_path)
+
+
+def _is_step(model, tokenizer, shift: float | None, rollout_is: str = "token"):
+    """One SGD step (no KL) where the engine's logprobs are the trainer's own plus ``shift``."""
+    from train.learner import pack
+
+    batch = samples(tokenizer)
+    if shift is not None:
+        with torch.no_grad():
+            logp, _ = response_logprobs(model, pack(batch, tokenizer.pad_token_id))
+        batch = [Sample(s.prompt_ids, s.response_ids, s.reward, s.group, s.truncated,
+                        (logp[i, : len(s.response_ids)] + shift).tolist()) for i, s in enumerate(batch)]
+    cfg = TrainerConfig(lr=1.0, grad_clip=1e9, kl_coef=0.0, micro_batch_size=6, rollout_is=rollout_is,
+                        rollout_is_threshold=2.0)
+    learner = Learner(model, cfg, group_size=3, temperature=1.0, pad_id=tokenizer.pad_token_id, info=DistInfo())
+    learner.optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    learner.scheduler = torch.optim.lr_scheduler.LambdaLR(learner.optimizer, lambda step: 1.0)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    metrics = learner.step(batch)
+    return metrics, {k: model.state_dict()[k] - before[k] for k in before}
+
+
+@pytest.mark.parametrize("shift, scale", [(0.0, 1.0), (math.log(4.0), 0.25), (-math.log(4.0), 2.0)])
+def test_truncated_importance_sampling_scales_the_update(tiny_model, tokenizer, shift, scale):
+    """Engine logprobs = trainer's + shift: token TIS weights are exp(-shift) = 1, 1/4, and 4 capped
+    at the threshold 2, and with a linear (SGD, no KL) step the update scales by exactly that."""
+    _, plain = _is_step(copy.deepcopy(tiny_model), tokenizer, None)
+    metrics, weighted = _is_step(copy.deepcopy(tiny_model), tokenizer, shift)
+    assert metrics["rollout_logprob_diff"] == pytest.approx(abs(shift), abs=1e-5)
+    for name in plain:
+        torch.testing.assert_close(weighted[name], scale * plain[name], atol=1e-6, rtol=1e-4, msg=name)
+
+
+def test_engine_logprobs_without_correction_are_only_measured(tiny_model, tokenizer):
+    _, plain = _is_step(copy.deepcopy(tiny_model), tokenizer, None)
+    metrics, logged = _is_step(copy.deepcopy(tiny_model), tokenizer, 0.7, rollout_is="none")
+    assert metrics["rollout_logprob_diff"] == pytest.approx(0.7, abs=1e-5)
+    for name in plain:
+        torch.testing.assert_close(logged[name], plain[name], atol=0, rtol=0)

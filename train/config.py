@@ -99,6 +99,11 @@ class TrainerConfig:
     offload_optimizer: bool = False  # deepspeed: ZeRO offload_optimizer; fsdp2: same as offload_params
     zero_stage: int = 3  # deepspeed only: 1 optimizer state, 2 + gradients, 3 + parameters sharded
     max_tokens_per_micro_batch: int = 0  # >0: micro-batches by padded token count instead of micro_batch_size
+    # With an engine that returns logprobs (vllm): none = only log the engine/trainer mismatch
+    # (rollout_logprob_diff); token / sequence = verl's truncated importance sampling (TIS) weights
+    # pi_trainer / pi_engine, capped at rollout_is_threshold. Needs rollout.temperature 1.0.
+    rollout_is: Literal["none", "token", "sequence"] = "none"
+    rollout_is_threshold: float = 2.0
     lr_warmup_steps: int = 0  # linear warmup over this many optimizer steps, then constant (paper: constant)
 
 
@@ -175,6 +180,7 @@ _RULES: list[tuple[str, Any, str]] = [
     ("trainer.max_tokens_per_micro_batch", lambda v: v >= 0, "must be >= 0 (0: micro_batch_size sequences)"),
     ("trainer.lr_warmup_steps", lambda v: v >= 0, "must be >= 0"),
     ("trainer.zero_stage", lambda v: v in (1, 2, 3), "must be 1, 2 or 3"),
+    ("trainer.rollout_is_threshold", lambda v: v >= 1, "must be >= 1 (the cap on pi_trainer / pi_engine)"),
     ("rollout.vllm_tp", lambda v: v >= 1, "must be >= 1"),
     ("rollout.vllm_dtype", lambda v: v in ("auto", "float32", "bfloat16", "float16"), "must be auto, float32, bfloat16 or float16"),
     ("rollout.vllm_gpu_memory_utilization", lambda v: 0 < v <= 1, "must be in (0, 1]"),
@@ -307,6 +313,9 @@ def validate(cfg: HelixConfig, source: str = "<config>") -> HelixConfig:
         value = getattr(getattr(cfg, section), key)
         if value not in registry:
             raise ConfigError(f"{source}: {dotted} = {value!r} is not registered.{_nearest(value, sorted(registry))} Valid: {sorted(registry)}")
+    if cfg.trainer.rollout_is != "none" and cfg.rollout.temperature != 1.0:
+        raise ConfigError(f"{source}: trainer.rollout_is = {cfg.trainer.rollout_is!r} needs rollout.temperature = 1.0 "
+                          f"(engines return raw logprobs); got {cfg.rollout.temperature}")
     if cfg.selection.strategy == "islands" and cfg.population.size < cfg.selection.n_islands:
         raise ConfigError(f"{source}: population.size = {cfg.population.size} must be >= selection.n_islands = "
                           f"{cfg.selection.n_islands} (every island needs a slot)")

@@ -95,13 +95,14 @@ def actor_config(settings: LossSettings, dp_size: int, batch_num_tokens: int, gl
 
 def grpo_loss(log_prob: torch.Tensor, old_log_prob: torch.Tensor, ref_log_prob: torch.Tensor | None,
               advantages: torch.Tensor, response_mask: torch.Tensor, entropy: torch.Tensor | None,
-              cfg: ActorConfig) -> tuple[torch.Tensor, dict[str, float]]:
-    """Eq. 4 as a loss to minimise: clipped policy-gradient term + beta * KL - entropy bonus."""
+              cfg: ActorConfig, rollout_is_weights: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, float]]:
+    """Eq. 4 as a loss to minimise: clipped policy-gradient term + beta * KL - entropy bonus.
+    ``rollout_is_weights`` (verl's rollout correction) reweights the policy-gradient term per token."""
     mask = response_mask.float()
     policy_fn = core_algos.get_policy_loss_fn(cfg.policy_loss.loss_mode)
     pg_loss, pg_metrics = policy_fn(
         old_log_prob=old_log_prob, log_prob=log_prob, advantages=advantages, response_mask=mask,
-        loss_agg_mode=cfg.loss_agg_mode, config=cfg,
+        loss_agg_mode=cfg.loss_agg_mode, config=cfg, rollout_is_weights=rollout_is_weights,
     )
     loss = pg_loss
     metrics = {"pg_loss": pg_loss.item(), "clip_frac": pg_metrics.get("actor/pg_clipfrac", 0.0)}

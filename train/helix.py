@@ -166,7 +166,10 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
         # 5. GRPO step (all ranks)
         train_metrics, sync_time = {}, 0.0
         if learner is not None:
-            samples = [Sample(job.token_ids, c.token_ids, rewards[job.index][g], job.index, c.truncated)
+            # Engine logprobs are raw log pi (temperature 1): comparable with the trainer's only then.
+            raw = cfg.rollout.temperature == 1.0
+            samples = [Sample(job.token_ids, c.token_ids, rewards[job.index][g], job.index, c.truncated,
+                              c.logprobs if raw else None)
                        for job, group in zip(mine, completions) for g, c in enumerate(group)]
             train_metrics = learner.step(samples)
             if engine.needs_sync and not train_metrics.get("skipped_step"):  # an engine with its own copy of the weights

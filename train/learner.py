@@ -35,6 +35,7 @@ class Sample:
     reward: float
     group: int
     truncated: bool = False
+    rollout_logprobs: list[float] | None = None  # the engine's log pi per response token (vllm), if it has them
 
 
 def pack(samples: list[Sample], pad_id: int) -> dict[str, torch.Tensor]:
@@ -52,8 +53,14 @@ def pack(samples: list[Sample], pad_id: int) -> dict[str, torch.Tensor]:
         attention[i, s - p : s + q] = 1
         response_mask[i, :q] = 1
     position_ids = (attention.cumsum(-1) - 1).clamp(min=0)
-    return {"input_ids": input_ids, "attention_mask": attention, "position_ids": position_ids,
-            "response_mask": response_mask, "prompt_width": torch.tensor(s)}
+    batch = {"input_ids": input_ids, "attention_mask": attention, "position_ids": position_ids,
+             "response_mask": response_mask, "prompt_width": torch.tensor(s)}
+    if all(x.rollout_logprobs is not None and len(x.rollout_logprobs) == len(x.response_ids) for x in samples):
+        rollout = torch.zeros((n, r), dtype=torch.float32)
+        for i, x in enumerate(samples):
+            rollout[i, : len(x.rollout_logprobs)] = torch.tensor(x.rollout_logprobs, dtype=torch.float32)
+        batch["rollout_logp"] = rollout
+    return batch
 
 
 def response_logprobs(model: torch.nn.Module, batch: dict[str, torch.Tensor], temperature: float = 1.0,
@@ -196,6 +203,23 @@ class Learner:
         and KL gradients are exactly 0, so the forward/backward passes can be skipped."""
         return (zero_frac >= 1.0 and not self.moved and self.cfg.entropy_coeff == 0 and self.cfg.weight_decay == 0)
 
+    def _rollout_correction(self, logp: torch.Tensor, batch: dict, mask: torch.Tensor, metrics: dict):
+        """Where the engine sent its own logprobs: accumulate the engine/trainer mismatch
+        (mean |log pi_trainer - log pi_engine| per token: bf16 vLLM vs fp32 trainer, or a stale
+        sync, shows here) and, with ``trainer.rollout_is``, verl's truncated importance weights
+        pi_trainer / pi_engine that make the update unbiased for what was actually sampled."""
+        if "rollout_logp" not in batch:
+            return None
+        log_ratio = (logp.detach() - batch["rollout_logp"]) * mask
+        metrics["rollout_logprob_diff"] += float(log_ratio.abs().sum())
+        if self.cfg.rollout_is == "none":
+            return None
+        from verl.trainer.ppo.rollout_corr_helper import compute_rollout_correction_weights
+
+        weights, _ = compute_rollout_correction_weights(log_ratio, mask, rollout_is=self.cfg.rollout_is,
+                                                         rollout_is_threshold=self.cfg.rollout_is_threshold)
+        return weights.detach()
+
     def step(self, samples: list[Sample]) -> dict[str, float]:
         """One GRPO optimizer step on this rank's rollouts (all ranks must call it together)."""
         start = time.perf_counter()
@@ -211,7 +235,7 @@ class Learner:
              len(set(groups.tolist()))], self.info)
         metrics = {"zero_std_frac": zero_groups / max(n_groups, 1), "loss": 0.0, "pg_loss": 0.0, "kl": 0.0,
                    "entropy": 0.0, "clip_frac": 0.0, "grad_norm": 0.0, "lr": self.scheduler.get_last_lr()[0],
-                   "skipped_step": 0.0}
+                   "skipped_step": 0.0, "rollout_logprob_diff": 0.0}
         if tokens == 0 or self._nothing_to_learn(metrics["zero_std_frac"]):
             metrics["skipped_step"] = 1.0
             with warnings.catch_warnings():  # no optimizer step on purpose; the schedule still advances
@@ -243,8 +267,9 @@ class Learner:
                 logp, entropy = response_logprobs(self.model, batch, self.temperature, with_entropy=True)
                 if self.cfg.entropy_coeff == 0:
                     entropy = entropy.detach()
+                is_weights = self._rollout_correction(logp, batch, sub_mask, metrics)
                 # One update per batch of fresh rollouts: pi_old is the current policy (ratio 1).
-                loss, parts = grpo_loss(logp, logp.detach(), ref_logp, sub_adv, sub_mask, entropy, cfg)
+                loss, parts = grpo_loss(logp, logp.detach(), ref_logp, sub_adv, sub_mask, entropy, cfg, is_weights)
                 if self.strategy == "deepspeed":
                     self.model.backward(loss, scale_wrt_gas=False)  # already normalised globally
                 else:
@@ -267,6 +292,7 @@ class Learner:
         summed = all_reduce_sum([metrics[k] for k in ("loss", "pg_loss", "kl", "entropy", "clip_frac")], self.info)
         for key, value in zip(("loss", "pg_loss", "kl", "entropy", "clip_frac"), summed):
             metrics[key] = value / self.info.world
+        metrics["rollout_logprob_diff"] = all_reduce_sum([metrics["rollout_logprob_diff"]], self.info)[0] / tokens
         metrics["train_tokens"] = tokens
         metrics["micro_batches"] = n_chunks
         metrics["train_time_s"] = time.perf_counter() - start
