@@ -22,9 +22,21 @@ from rollout.engine_api import Completion, SamplingParams, Weights, parse_stop, 
 _DTYPES = {"float32", "bfloat16", "float16"}
 
 
-def _prepare_env(workspace: Path) -> None:
+def cpu_thread_binding(cores: list[int], local_world: int) -> str:
+    """``VLLM_CPU_OMP_THREADS_BIND`` for ``local_world`` ranks on one host: each rank its own
+    contiguous slice of the cores (``"0-7|8-15"``), so colocated CPU engines do not fight over
+    the same cores; a rank gets at least one core."""
+    cores = sorted(cores)
+    per = max(len(cores) // local_world, 1)
+    slices = [cores[(i * per) % len(cores): (i * per) % len(cores) + per] for i in range(local_world)]
+    return "|".join(",".join(map(str, s)) for s in slices)
+
+
+def _prepare_env(workspace: Path, local_world: int = 1) -> None:
     """Set before vllm is imported: no engine subprocess, caches inside the workspace."""
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # in-process: the trainer shares its weights' memory
+    if local_world > 1 and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:  # only read by vllm-cpu
+        os.environ["VLLM_CPU_OMP_THREADS_BIND"] = cpu_thread_binding(list(os.sched_getaffinity(0)), local_world)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("VLLM_CACHE_ROOT", str(workspace / "vllm"))
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(workspace / "inductor"))
@@ -77,7 +89,7 @@ class VLLMEngine:
             raise ValueError(f"rollout.vllm_tp = {tp} must be >= 1 and divide the number of ranks ({world})")
         workspace = Path(workspace or Path.home() / ".cache" / "helix" / "vllm-workspace")
         workspace.mkdir(parents=True, exist_ok=True)
-        _prepare_env(workspace)
+        _prepare_env(workspace, int(os.environ.get("LOCAL_WORLD_SIZE", world)))
         from vllm import LLM
         from vllm.platforms import current_platform
 

@@ -44,8 +44,7 @@ def test_vllm_logprobs_match_the_trainer_before_and_after_a_weight_sync(model_di
     worker = str(ROOT / "tests" / "workers" / "vllm_checks.py")
     launcher = [sys.executable] if ranks == 1 else [sys.executable, "-m", "torch.distributed.run", "--standalone",
                                                     "--nproc_per_node=2"]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TMPDIR": str(tmp_path), "OMP_NUM_THREADS": "1",
-           "VLLM_CPU_OMP_THREADS_BIND": "0|1" if ranks == 2 else "auto"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TMPDIR": str(tmp_path), "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([*launcher, worker, str(model_dir), str(tmp_path / "ws")], capture_output=True, text=True,
                           env=env, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
@@ -75,8 +74,7 @@ def _helix(tmp_path, model_dir, *extra, nproc=1):
            "rollout.max_new_tokens=12", "rollout.group_size=3", "rollout.max_prompt_tokens=1024",
            "trainer.prompts_per_epoch=2", "trainer.epochs=2", "trainer.lr=1e-2", "run.progress=false",
            "task.eval_workers=2", "population.size=4", f"run.output_dir={tmp_path}", "run.name=v", *extra]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TMPDIR": str(tmp_path), "OMP_NUM_THREADS": "1",
-           "VLLM_CPU_OMP_THREADS_BIND": "0|1" if nproc == 2 else "auto"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TMPDIR": str(tmp_path), "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     return [json.loads(line) for line in (tmp_path / "v" / "metrics.jsonl").read_text().splitlines()]
@@ -99,3 +97,25 @@ def test_two_ranks_each_own_an_external_launcher_engine(model_dir, tmp_path):
     rows = _helix(tmp_path, model_dir, "trainer.strategy=fsdp2", nproc=2)
     assert [r["epoch"] for r in rows] == [1, 2]
     assert all(r["gen_tokens"] > 0 for r in rows)
+
+
+@pytest.mark.slow
+def test_bench_rollout_runs_and_reports_the_three_paths(model_dir):
+    cmd = [sys.executable, str(ROOT / "scripts" / "bench_rollout.py"), "--model", str(model_dir), "--prompts", "1",
+           "--n", "2", "--max-new-tokens", "8", "--repeats", "1", "--dtype", "float32", "--threads", "1"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    rows = {line.split("|")[1].strip(): line for line in proc.stdout.splitlines() if line.startswith("| ")}
+    assert {"vllm engine (ours)", "vLLM called directly", "hf engine (transformers generate)"} <= set(rows)
+    assert "| 16 |" in rows["vllm engine (ours)"]  # 1 prompt x 2 samples x 8 tokens (EOS is unlikely at random)
+    assert "weight sync" in proc.stdout and "our overhead over vLLM direct" in proc.stdout
+
+
+def test_colocated_cpu_engines_get_disjoint_cores():
+    from rollout.vllm_engine import cpu_thread_binding
+
+    assert cpu_thread_binding([0, 1], 2) == "0|1"
+    assert cpu_thread_binding(list(range(8)), 2) == "0,1,2,3|4,5,6,7"
+    assert cpu_thread_binding([3, 1, 2], 2) == "1|2"  # sorted, one core each, the odd one spare
+    assert cpu_thread_binding([0], 2) == "0|0"  # fewer cores than ranks: they share
