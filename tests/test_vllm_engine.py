@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -119,3 +120,58 @@ def test_colocated_cpu_engines_get_disjoint_cores():
     assert cpu_thread_binding(list(range(8)), 2) == "0,1,2,3|4,5,6,7"
     assert cpu_thread_binding([3, 1, 2], 2) == "1|2"  # sorted, one core each, the odd one spare
     assert cpu_thread_binding([0], 2) == "0|0"  # fewer cores than ranks: they share
+
+
+class _FakeLLM:
+    """Records the calls VLLMEngine makes, to check the sleep/wake protocol that only a GPU runs."""
+
+    def __init__(self):
+        self.calls = []
+
+    def generate(self, requests, params, use_tqdm=False):
+        self.calls.append("generate")
+        return [SimpleNamespace(outputs=[]) for _ in requests]
+
+    def sleep(self, level):
+        self.calls.append(f"sleep{level}")
+
+    def wake_up(self, tags):
+        self.calls.append("wake:" + ",".join(tags))
+
+    def collective_rpc(self, method, kwargs):
+        list(kwargs["weights_iterator"])  # consume, as vLLM does
+        self.calls.append(method)
+
+    def reset_prefix_cache(self):
+        self.calls.append("reset_prefix_cache")
+
+
+def _engine_with(level: int):
+    from rollout.vllm_engine import VLLMEngine
+
+    engine = object.__new__(VLLMEngine)  # no real LLM: sleep mode needs a GPU
+    engine.llm, engine.sleep_level, engine.tied, engine.stop, engine.seeded, engine.progress = _FakeLLM(), level, True, (), True, False
+    engine.asleep = engine.weights_stale = engine.prefix_stale = False
+    return engine
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_sleep_mode_frees_memory_for_training_and_wakes_in_order(level):
+    from rollout.engine_api import SamplingParams
+
+    engine = _engine_with(level)
+    params = SamplingParams(n=1, max_new_tokens=4)
+    engine.generate([[1, 2]], params)  # epoch 1: generate, then sleep through the optimizer step
+    engine.sync_weights({"model.embed_tokens.weight": torch.zeros(2, 2)})  # wake the weights only, reload
+    engine.generate([[1, 2]], params)  # wake the KV cache, drop prefixes computed with old weights, generate
+    assert engine.llm.calls == ["generate", f"sleep{level}", "wake:weights", "reload_weights", "wake:kv_cache",
+                                "reset_prefix_cache", "generate", f"sleep{level}"]
+
+
+def test_level_2_sleep_without_a_sync_is_a_clear_error():
+    from rollout.engine_api import SamplingParams
+
+    engine = _engine_with(2)
+    engine.generate([[1, 2]], SamplingParams(n=1, max_new_tokens=4))
+    with pytest.raises(RuntimeError, match="discarded the engine's weights"):
+        engine.generate([[1, 2]], SamplingParams(n=1, max_new_tokens=4))
