@@ -6,8 +6,9 @@
 
 Each (variant, seed) is its own `train/helix.py` process on `configs/ablations/<task>/<variant>.yaml`,
 stopped by the same budget (children evaluated, or wall-clock seconds), so every variant gets the
-same number of evaluated programs. Runs land in OUT/<variant>-s<seed>; a finished run is not
-redone, so an interrupted ablation continues where it stopped. The table (markdown + JSON) goes
+same number of evaluated programs. Runs land in OUT/<variant>-s<seed>; a run finished with the
+same command is not redone, so an interrupted ablation continues where it stopped (a run made
+with other settings is run again). The table (markdown + JSON) goes
 to OUT/ablation.md and OUT/ablation.json.
 """
 
@@ -83,16 +84,20 @@ def markdown(rows: list[dict], title: str) -> str:
 
 def run_one(task: str, variant: str, seed: int, out: Path, budget: list[str], overrides: list[str], quiet: bool) -> RunResult:
     run_dir = out / f"{variant}-s{seed}"
-    if (run_dir / DONE).is_file():  # finished earlier: an interrupted ablation continues
-        return RunResult(**json.loads((run_dir / DONE).read_text()))
-    if run_dir.exists():  # a run that did not finish: start it again from scratch
-        import shutil
-
-        shutil.rmtree(run_dir)
     config = ABLATIONS / task / f"{variant}.yaml"
     cmd = [sys.executable, str(ROOT / "train" / "helix.py"), "--config", str(config), f"run.seed={seed}",
            f"run.output_dir={out}", f"run.name={run_dir.name}", "run.export=false", "run.checkpoint_every=0",
            "run.progress=false", *budget, *overrides]
+    if (run_dir / DONE).is_file():  # finished earlier with the same settings: an interrupted ablation continues
+        done = json.loads((run_dir / DONE).read_text())
+        if done.get("command") == cmd[1:]:
+            return RunResult(**done["result"])
+        print(f"[ablate] {run_dir} was run with other settings (budget, overrides or config); running it again",
+              flush=True)
+    if run_dir.exists():  # unfinished, or other settings: start again from scratch
+        import shutil
+
+        shutil.rmtree(run_dir)
     print(f"[ablate] {variant} seed {seed}: {' '.join(cmd[1:])}", flush=True)
     start = time.perf_counter()
     proc = subprocess.run(cmd, stdout=subprocess.DEVNULL if quiet else None, stderr=subprocess.PIPE, text=True)
@@ -100,7 +105,7 @@ def run_one(task: str, variant: str, seed: int, out: Path, budget: list[str], ov
     if proc.returncode != 0:
         raise RuntimeError(f"{variant} seed {seed} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     result = collect(run_dir, variant, seed, wall)
-    (run_dir / DONE).write_text(json.dumps(asdict(result)))
+    (run_dir / DONE).write_text(json.dumps({"command": cmd[1:], "result": asdict(result)}))
     return result
 
 
