@@ -148,6 +148,17 @@ def test_an_engine_with_its_own_weights_gets_the_full_state_after_every_step(tmp
     for name in final:
         torch.testing.assert_close(last[name], final[name], atol=0, rtol=0)
     assert any(not torch.equal(first[k], last[k]) for k in last)  # the second sync carries the second step
+    # Resumed, the engine (built from the base model) first gets the checkpoint's weights.
+    ENGINES["syncing"] = SyncingScriptedEngine
+    SyncingScriptedEngine.synced.clear()
+    try:
+        assert main(["--resume", str(run), "trainer.epochs=3"]) == 0
+    finally:
+        del ENGINES["syncing"]
+    at_resume = SyncingScriptedEngine.synced[0]
+    for name in final:
+        torch.testing.assert_close(at_resume[name], final[name], atol=0, rtol=0)
+    assert len(SyncingScriptedEngine.synced) == 2  # at resume, then after epoch 3's step
 
 
 @pytest.mark.slow

@@ -105,6 +105,8 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
     start_epoch, evo_state = 0, None
     if resume is not None:
         start_epoch, evo_state = load_checkpoint(resume, learner, info)
+        if learner is not None and engine.needs_sync:  # the engine started from the base weights
+            engine.sync_weights(learner.full_state_dict())
         if start_epoch >= cfg.trainer.epochs:
             raise ConfigError(f"{resume} is already at epoch {start_epoch} of trainer.epochs = {cfg.trainer.epochs}; "
                               f"to train longer, resume with trainer.epochs=<more>")
