@@ -1,6 +1,8 @@
 """Runs inside the sandboxed child: import the candidate, call its entry function, write JSON.
 
-Invoked by ``rewards.sandbox`` as ``python child_runner.py PROGRAM ENTRY RESULT_PATH MAX_BYTES``.
+Invoked by ``rewards.sandbox`` as ``python child_runner.py PROGRAM ENTRY RESULT_PATH MAX_BYTES [HARNESS]``.
+A task's HARNESS (trusted code, see tasks/base.py) is read before the program runs and executed
+after it in the same module, so its definitions win; ENTRY may then be one of its functions.
 Only JSON leaves this process (never pickle), and only as an artefact: the parent recomputes
 the reward from it, so whatever the program prints, patches or forges here cannot raise it.
 """
@@ -60,17 +62,23 @@ def user_traceback(exc: BaseException) -> str:
     return "".join(lines)[-1500:]
 
 
-def run(program: str, entry: str) -> dict:
+def run(program: str, entry: str, harness: str | None = None) -> dict:
     phase = "load"
     try:
         with _open(program, encoding="utf-8") as fh:
             source = fh.read()
+        harness_source = None
+        if harness is not None:
+            with _open(harness, encoding="utf-8") as fh:
+                harness_source = fh.read()
         # Compiled as plain "program.py" so tracebacks and warnings carry no temp paths.
         linecache.cache[SHOWN_NAME] = (len(source), None, source.splitlines(True), SHOWN_NAME)
         module = types.ModuleType("program")
         module.__file__ = program
         sys.modules["program"] = module  # so the program's own classes/functions resolve as a module
         exec(compile(source, SHOWN_NAME, "exec"), module.__dict__)  # noqa: S102 - this process is the sandbox
+        if harness_source is not None:  # its own file name: its frames stay out of the program's traceback
+            exec(compile(harness_source, "harness.py", "exec"), module.__dict__)  # noqa: S102
         fn = getattr(module, entry, None)
         if not callable(fn):
             names = sorted(n for n in vars(module) if not n.startswith("_") and callable(vars(module)[n]))
@@ -89,10 +97,11 @@ def run(program: str, entry: str) -> dict:
 
 def main() -> None:
     program, entry, result_path, max_bytes = sys.argv[1:5]
+    harness = sys.argv[5] if len(sys.argv) > 5 else None
     sys.argv = [program]  # the program sees a plain argv
     if sys.path and sys.path[0] == __file__.rsplit("/", 1)[0]:
         del sys.path[0]  # the rewards/ folder is not the program's business
-    out = run(program, entry)
+    out = run(program, entry, harness)
     try:
         text = _dumps(out, allow_nan=True)
     except (ValueError, TypeError, RecursionError) as exc:  # e.g. an int with more than 4300 digits

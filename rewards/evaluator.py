@@ -3,6 +3,10 @@
 The reward comes only from ``task.verify`` applied, here in the parent, to the JSON artefact the
 program returned; nothing the program prints or claims is used. Feedback is short, bounded text
 meant for the next prompt: what went wrong, where in the program, and what the limits are.
+
+A task with a harness and data files (tasks/base.py) runs the harness's entry in the sandbox with
+the data copied in; a task with a cascade first runs its cheap stage-1 check under the short limit
+and skips the full run when that fails (see ``Evaluator.evaluate``).
 """
 
 from __future__ import annotations
@@ -52,7 +56,10 @@ def timing_note(elapsed_s: float, limit_s: float) -> str:
 class Evaluator:
     """A thread pool whose threads each drive one sandboxed subprocess (the GIL is no bottleneck)."""
 
-    def __init__(self, task, workers: int | None = None, timeout_s: float | None = None, memory_mb: int | None = None):
+    def __init__(self, task, workers: int | None = None, timeout_s: float | None = None, memory_mb: int | None = None,
+                 cascade: bool | None = None):
+        """``cascade``: None follows the task (on when task.yaml sets cascade_entry); False turns it
+        off; True requires the task to have one."""
         self.task = task
         self.workers = int(workers) if workers is not None else (os.cpu_count() or 1)
         self.timeout_s = float(timeout_s) if timeout_s is not None else float(task.timeout_s)
@@ -60,23 +67,46 @@ class Evaluator:
         for name, value in (("workers", self.workers), ("timeout_s", self.timeout_s), ("memory_mb", self.memory_mb)):
             if not value > 0:
                 raise ValueError(f"Evaluator {name} must be > 0, got {value!r}")
+        has_cascade = task.cascade_entry is not None
+        if cascade and not has_cascade:
+            raise ValueError(f"task {task.name!r} defines no cascade (task.yaml: cascade_entry, cascade_timeout_s)")
+        # A stage-1 limit at or above the (possibly overridden) full limit would only add cost.
+        self.cascade = has_cascade and cascade is not False and task.cascade_timeout_s < self.timeout_s
+
+    def _run(self, code: str, entry: str, timeout_s: float) -> RunResult:
+        return run_program(code, entry, timeout_s, self.memory_mb, harness=self.task.harness,
+                           files=self.task.data_files)
 
     def evaluate(self, code: str) -> Evaluation:
-        run = run_program(code, self.task.entry_function, self.timeout_s, self.memory_mb)
+        """Stage 1 (cascade tasks only): the cheap check; its failure is final, its result unused.
+        Then the full run, scored by the task's verifier."""
+        spent = 0.0
+        if self.cascade:
+            limit = self.task.cascade_timeout_s
+            first = self._run(code, self.task.cascade_entry, limit)
+            spent = first.elapsed_s
+            if first.status != "ok":
+                text = (f"rejected at stage 1 of the cascade (a quick sanity check, {limit:g} s limit); the full "
+                        f"evaluation ({self.timeout_s:g} s limit) was skipped.\n" + self._failure_text(first, limit))
+                return Evaluation(0.0, False, _bounded(text + "\n" + timing_note(first.elapsed_s, limit)), {},
+                                  spent, first.status)
+        run = self._run(code, self.task.run_entry, self.timeout_s)
         took = timing_note(run.elapsed_s, self.timeout_s)
+        elapsed = spent + run.elapsed_s
         if run.status != "ok":
-            return Evaluation(0.0, False, _bounded(self._failure_text(run) + "\n" + took), {}, run.elapsed_s, run.status)
+            return Evaluation(0.0, False, _bounded(self._failure_text(run) + "\n" + took), {}, elapsed, run.status)
         verdict = self.task.verify(run.value)
         valid = bool(verdict.valid)
         reward = float(verdict.reward) if valid else 0.0
         status = "ok" if valid else "invalid"
         metrics = {str(k): float(v) for k, v in dict(verdict.metrics).items()}
-        return Evaluation(reward, valid, _bounded(f"{verdict.feedback}\n{took}"), metrics, run.elapsed_s, status)
+        return Evaluation(reward, valid, _bounded(f"{verdict.feedback}\n{took}"), metrics, elapsed, status)
 
-    def _failure_text(self, run: RunResult) -> str:
+    def _failure_text(self, run: RunResult, limit_s: float | None = None) -> str:
         entry = self.task.entry_function
+        limit_s = self.timeout_s if limit_s is None else limit_s
         if run.status == "timeout":
-            text = (f"timeout: {entry}() did not return within the {self.timeout_s:g} s limit and was stopped. "
+            text = (f"timeout: {entry}() did not return within the {limit_s:g} s limit and was stopped. "
                     "Make it faster: fewer iterations, vectorised numpy, or stop early and return the best so far.")
         elif run.status == "error":
             text = f"error while loading the program: {run.error}" if run.phase == "load" else \

@@ -9,7 +9,8 @@ Layers (``isolation()`` reports which ones this machine allows):
   then cannot write outside its directory and /tmp, signal the trainer or touch runs/, and
   RLIMIT_NPROC applies (the kernel ignores it for root, so a root child does not get it);
 * rlimits: address space (memory_mb), CPU (timeout + 1 s), file size (16 MB), no core dumps;
-* its own temporary directory (cwd, HOME, TMPDIR), removed afterwards whatever happened;
+* its own temporary directory (cwd, HOME, TMPDIR), removed afterwards whatever happened; a task's
+  data files are copied into it, and its harness (tasks/base.py) runs after the program there;
 * a minimal environment: PATH, HOME, one BLAS/OpenMP thread, PYTHONHASHSEED=0. The child runs
   with ``-s -P`` and this controlled environment instead of ``-I``, whose ``-E`` would drop
   PYTHONHASHSEED (the environment holds nothing else for ``-E`` to ignore);
@@ -37,7 +38,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_runner.py")
 CLONE_NEWNET = 0x40000000
@@ -46,6 +49,7 @@ MAX_FILE_BYTES = 16 << 20
 OUTPUT_TAIL_BYTES = 4096
 SANDBOX_USER = "nobody"
 SANDBOX_NPROC = 256  # per user: shared by all sandboxes running at once as SANDBOX_USER
+PROGRAM_NAME, HARNESS_NAME = "program.py", "harness.py"
 log = logging.getLogger(__name__)
 
 try:  # resolved here, in the parent, so the forked child only makes the call
@@ -124,9 +128,18 @@ def _tasks_of(uid: int) -> int:
     return count
 
 
-def run_program(code: str, entry: str, timeout_s: float, memory_mb: int) -> RunResult:
-    """Run ``entry()`` of ``code`` in a fresh sandbox; never raises for anything the program does."""
-    return _run(code, entry, timeout_s, memory_mb, _unprivileged_ids() if isolation().user else None)
+def run_program(code: str, entry: str, timeout_s: float, memory_mb: int, harness: str | None = None,
+                files: Sequence[str | Path] = ()) -> RunResult:
+    """Run ``entry()`` of ``code`` in a fresh sandbox; never raises for anything the program does.
+
+    ``harness``: trusted source executed after the program, in its module (``entry`` may be one of
+    its functions); ``files``: copied into the sandbox's working directory under their base names."""
+    files = tuple(Path(f) for f in files)
+    names = [f.name for f in files]
+    for name in names:
+        if name in (PROGRAM_NAME, HARNESS_NAME) or name.startswith(("result-", ".")) or names.count(name) > 1:
+            raise ValueError(f"sandbox data file name {name!r} is reserved or repeated")
+    return _run(code, entry, timeout_s, memory_mb, _unprivileged_ids() if isolation().user else None, harness, files)
 
 
 def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None):
@@ -160,11 +173,12 @@ def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None):
     return apply
 
 
-def _run(code: str, entry: str, timeout_s: float, memory_mb: int, ids: tuple[int, int] | None) -> RunResult:
+def _run(code: str, entry: str, timeout_s: float, memory_mb: int, ids: tuple[int, int] | None,
+         harness: str | None = None, files: tuple[Path, ...] = ()) -> RunResult:
     workdir = None
     try:  # an OSError here (a full disk...) costs this program its result, not the trainer its run
         workdir = tempfile.mkdtemp(prefix="helix-sandbox-")
-        return _run_in(workdir, code, entry, timeout_s, memory_mb, ids)
+        return _run_in(workdir, code, entry, timeout_s, memory_mb, ids, harness, files)
     except OSError as exc:
         return RunResult("crash", error=f"the sandbox failed: {exc}")
     finally:
@@ -172,11 +186,19 @@ def _run(code: str, entry: str, timeout_s: float, memory_mb: int, ids: tuple[int
             _remove(workdir)
 
 
-def _run_in(workdir: str, code: str, entry: str, timeout_s: float, memory_mb: int, ids) -> RunResult:
-    program = os.path.join(workdir, "program.py")
+def _run_in(workdir: str, code: str, entry: str, timeout_s: float, memory_mb: int, ids,
+            harness: str | None = None, files: tuple[Path, ...] = ()) -> RunResult:
+    program = os.path.join(workdir, PROGRAM_NAME)
     result_path = os.path.join(workdir, f"result-{secrets.token_hex(16)}.json")
     with open(program, "w", encoding="utf-8", errors="replace") as fh:
         fh.write(code)
+    extra = []
+    if harness is not None:  # read by the runner before the program runs, so the program cannot swap it
+        extra.append(os.path.join(workdir, HARNESS_NAME))
+        with open(extra[0], "w", encoding="utf-8") as fh:
+            fh.write(harness)
+    for path in files:
+        shutil.copyfile(path, os.path.join(workdir, path.name))
     if ids is not None:
         os.chown(workdir, *ids)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": workdir, "TMPDIR": workdir,
@@ -184,7 +206,7 @@ def _run_in(workdir: str, code: str, entry: str, timeout_s: float, memory_mb: in
            "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUTF8": "1",
            "PYTHONUNBUFFERED": "1"}  # unbuffered: output printed before a crash is not lost
     flags = ["-s", "-P"] if sys.version_info >= (3, 11) else ["-s"]
-    cmd = [sys.executable, *flags, RUNNER, program, entry, result_path, str(MAX_RESULT_BYTES)]
+    cmd = [sys.executable, *flags, RUNNER, program, entry, result_path, str(MAX_RESULT_BYTES), *extra]
     start = time.monotonic()
     try:
         proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

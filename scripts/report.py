@@ -240,7 +240,7 @@ def best_rendering(run: rd.RunData, best, execute: bool):
         return None, ["--no-exec: the best program was not re-run, so it is not drawn"]
     timeout = float(rd.cfg_get(run.config, "task", "timeout_s", task.timeout_s))
     memory = int(rd.cfg_get(run.config, "task", "memory_mb", task.memory_mb))
-    result = run_program(best.code, task.entry_function, timeout, memory)
+    result = run_program(best.code, task.run_entry, timeout, memory, harness=task.harness, files=task.data_files)
     if result.status != "ok":
         return None, [f"re-running solution #{best.id} in the sandbox failed ({result.status}: {result.error[:300]}); "
                       "it is not drawn"]

@@ -1,9 +1,32 @@
 """The task contract: a folder under tasks/ with task.yaml, description.md, initial_program.py, verifier.py.
 
 Adding a task means adding a folder; nothing else changes. A task never trusts the program:
-``verify`` gets only the JSON-decoded value the entry function returned and recomputes the
-reward from it. Folders are validated strictly at load time, so a typo in task.yaml or a
-starter program without its entry function fails loudly at start-up, not as zero rewards later.
+``verify`` gets only the JSON-decoded value the sandbox returned and recomputes the reward from
+it. Folders are validated strictly at load time, so a typo in task.yaml or a starter program
+without its entry function fails loudly at start-up, not as zero rewards later.
+
+Optional task.yaml keys (all checked at load time):
+
+* ``harness`` + ``harness_entry``: a trusted Python file (path relative to the task folder, inside
+  tasks/, so a family of tasks can share one) that the sandbox executes right after the candidate
+  program, in the same module, and whose ``harness_entry()`` it calls instead of the program's
+  ``entry_function``. Its definitions come last, so they win over any redefinition by the program;
+  only the program's frames appear in tracebacks. Use it when the program supplies a piece (e.g.
+  ``func(x, params)``) that must be driven (fitted, simulated) inside the sandbox, because untrusted
+  code never runs in the trainer. Whatever the harness returns is still only an artefact: the
+  verifier, in the parent, scores it against data the child never sees.
+* ``data_files``: plain file names in the task folder, copied into the child's temporary working
+  directory (read them with ``np.load(name, allow_pickle=False)``). Anything the verifier needs
+  to keep secret (held-out targets) must NOT be listed.
+* ``cascade_entry`` + ``cascade_timeout_s`` (need a harness): cascade evaluation. Stage 1 runs the
+  harness's cheap ``cascade_entry()`` under the short limit; only if it returns normally does stage
+  2, the full run, happen. A stage-1 failure (error, timeout, crash) is rejected with reward 0 and
+  feedback saying the full evaluation was skipped, saving its cost. Stage 1's result is
+  discarded, so a passing program gets exactly the reward it would get without the cascade; the
+  check must only reject programs the full run would fail too (e.g. the first call the full run
+  makes, with the same checks), and its limit must leave room for loading the program. The cost:
+  one more sandbox start (~0.4 s) per program that passes; the gain: a program that hangs costs
+  cascade_timeout_s instead of timeout_s.
 """
 
 from __future__ import annotations
@@ -48,6 +71,16 @@ class Task:
     best_known_source: str
     folder: Path
     _verify: Callable[[Any], Verdict] = field(repr=False, compare=False)
+    harness: str | None = None  # source appended after the program in the sandbox
+    harness_entry: str | None = None
+    data_files: tuple[Path, ...] = ()  # copied into the sandbox's working directory
+    cascade_entry: str | None = None  # stage-1 function of the harness
+    cascade_timeout_s: float | None = None
+
+    @property
+    def run_entry(self) -> str:
+        """The function the sandbox calls for the full evaluation."""
+        return self.harness_entry or self.entry_function
 
     def verify(self, returned: Any) -> Verdict:
         """Trusted reward for a returned artefact. A verifier exception becomes an invalid verdict
@@ -74,7 +107,18 @@ _SPEC: dict[str, tuple[tuple[type, ...], Callable[[Any], bool], str]] = {
     "best_known": ((int, float), math.isfinite, "a finite number"),
     "best_known_source": ((str,), bool, "a non-empty string"),
 }
+_OPTIONAL: dict[str, tuple[tuple[type, ...], Callable[[Any], bool], str]] = {
+    "harness": ((str,), lambda v: v.endswith(".py"), "a .py file path relative to the task folder"),
+    "harness_entry": ((str,), str.isidentifier, "a Python identifier (a function of the harness)"),
+    "data_files": ((list,), lambda v: all(isinstance(n, str) and n and "/" not in n and "\\" not in n
+                                          and not n.startswith(".") for n in v),
+                   "a list of plain file names in the task folder"),
+    "cascade_entry": ((str,), str.isidentifier, "a Python identifier (a function of the harness)"),
+    "cascade_timeout_s": ((int, float), lambda v: v > 0, "a number > 0 (seconds)"),
+}
+_TOGETHER = (("harness", "harness_entry"), ("cascade_entry", "cascade_timeout_s"))
 _FILES = ("description.md", "initial_program.py", "verifier.py")
+MAX_DATA_BYTES = 16 << 20  # per data file: they are copied for every evaluation
 
 
 def _read_spec(folder: Path) -> dict:
@@ -85,28 +129,72 @@ def _read_spec(folder: Path) -> dict:
         raise ValueError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(spec, dict):
         raise ValueError(f"{path}: must be a mapping with keys {', '.join(_SPEC)}")
+    known = [*_SPEC, *_OPTIONAL]
     for key in spec:
-        if key not in _SPEC:
-            near = difflib.get_close_matches(str(key), list(_SPEC), n=1, cutoff=0.0)
-            raise ValueError(f"{path}: unknown key '{key}'. Did you mean '{near[0]}'? Valid keys: {', '.join(_SPEC)}")
+        if key not in known:
+            near = difflib.get_close_matches(str(key), known, n=1, cutoff=0.0)
+            raise ValueError(f"{path}: unknown key '{key}'. Did you mean '{near[0]}'? Valid keys: {', '.join(known)}")
     for key, (types, check, meaning) in _SPEC.items():
         if key not in spec:
             raise ValueError(f"{path}: missing key '{key}' ({meaning})")
         value = spec[key]
         if isinstance(value, bool) or not isinstance(value, types) or not check(value):
             raise ValueError(f"{path}: '{key}' must be {meaning}, got {value!r}")
+    for key, (types, check, meaning) in _OPTIONAL.items():
+        value = spec.get(key)
+        if key in spec and (isinstance(value, bool) or not isinstance(value, types) or not check(value)):
+            raise ValueError(f"{path}: '{key}' must be {meaning}, got {value!r}")
+    for first, second in _TOGETHER:
+        if (first in spec) != (second in spec):
+            have, lack = (first, second) if first in spec else (second, first)
+            raise ValueError(f"{path}: '{have}' needs '{lack}' as well")
+    if "cascade_entry" in spec and "harness" not in spec:
+        raise ValueError(f"{path}: 'cascade_entry' names a function of the harness: add 'harness' and 'harness_entry'")
+    if "cascade_timeout_s" in spec and spec["cascade_timeout_s"] >= spec["timeout_s"]:
+        raise ValueError(f"{path}: 'cascade_timeout_s' ({spec['cascade_timeout_s']}) must be below 'timeout_s' "
+                         f"({spec['timeout_s']}): stage 1 is the cheap check")
     if spec["name"] != folder.name:
         raise ValueError(f"{path}: name '{spec['name']}' must match the folder name '{folder.name}'")
     return spec
 
 
-def _check_initial_program(path: Path, source: str, entry: str) -> None:
+def _defined_functions(path: Path, source: str) -> set[str]:
     try:
         tree = ast.parse(source, filename=str(path))
     except SyntaxError as exc:
         raise ValueError(f"{path}: does not parse: {exc}") from None
-    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    if entry not in defined:
+    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def _read_harness(folder: Path, spec: dict) -> str:
+    path = (folder / spec["harness"]).resolve()
+    if not path.is_relative_to(TASKS_DIR.resolve()) or not path.is_file():
+        raise ValueError(f"{folder / 'task.yaml'}: harness '{spec['harness']}' must be a file inside {TASKS_DIR}")
+    source = path.read_text(encoding="utf-8")
+    defined = _defined_functions(path, source)
+    for key in ("harness_entry", "cascade_entry"):
+        if key in spec and spec[key] not in defined:
+            raise ValueError(f"{path}: does not define {spec[key]}() named as '{key}' in task.yaml")
+    return source
+
+
+def _data_files(folder: Path, names: list[str]) -> tuple[Path, ...]:
+    paths = []
+    for name in names:
+        path = folder / name
+        if not path.is_file():
+            raise ValueError(f"{folder / 'task.yaml'}: data file '{name}' is not a file in {folder}")
+        if path.stat().st_size > MAX_DATA_BYTES:
+            raise ValueError(f"{path}: {path.stat().st_size / 2**20:.1f} MB, over the {MAX_DATA_BYTES >> 20} MB "
+                             "limit for files copied into every sandbox")
+        paths.append(path)
+    if len(set(names)) != len(names):
+        raise ValueError(f"{folder / 'task.yaml'}: 'data_files' lists a name twice")
+    return tuple(paths)
+
+
+def _check_initial_program(path: Path, source: str, entry: str) -> None:
+    if entry not in _defined_functions(path, source):
         raise ValueError(f"{path}: does not define the entry function {entry}() named in task.yaml")
 
 
@@ -138,4 +226,7 @@ def load_task(name: str) -> Task:
         initial_program=initial, entry_function=spec["entry_function"], timeout_s=float(spec["timeout_s"]),
         memory_mb=spec["memory_mb"], best_known=float(spec["best_known"]),
         best_known_source=spec["best_known_source"], folder=folder, _verify=module.verify,
+        harness=_read_harness(folder, spec) if "harness" in spec else None, harness_entry=spec.get("harness_entry"),
+        data_files=_data_files(folder, spec.get("data_files", [])), cascade_entry=spec.get("cascade_entry"),
+        cascade_timeout_s=float(spec["cascade_timeout_s"]) if "cascade_timeout_s" in spec else None,
     )

@@ -1,0 +1,11 @@
+"""Trusted scoring of the test predictions against held-out targets the sandbox never sees (eq. 26-28)."""
+
+from pathlib import Path
+
+from tasks.symreg_verify import load_heldout, verify_predictions
+
+HELDOUT = load_heldout(Path(__file__).resolve().parent)
+
+
+def verify(returned):
+    return verify_predictions(HELDOUT, returned)
