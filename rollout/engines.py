@@ -8,10 +8,5 @@ machine that has neither vLLM nor a server.
 from rollout.engine_api import (ENGINES, Completion, Engine, SamplingParams, Weights, build_engine,  # noqa: F401
                                 parse_stop, register_engine)
 from rollout.hf_engine import HFEngine  # noqa: F401
+from rollout.openai_engine import OpenAIEngine  # noqa: F401
 from rollout.vllm_engine import VLLMEngine  # noqa: F401
-
-try:  # the openai engine is optional until its module exists in this tree
-    from rollout.openai_engine import OpenAIEngine  # noqa: F401
-except ModuleNotFoundError as exc:  # pragma: no cover - only while the module is absent
-    if exc.name != "rollout.openai_engine":
-        raise

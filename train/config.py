@@ -313,6 +313,9 @@ def validate(cfg: HelixConfig, source: str = "<config>") -> HelixConfig:
         value = getattr(getattr(cfg, section), key)
         if value not in registry:
             raise ConfigError(f"{source}: {dotted} = {value!r} is not registered.{_nearest(value, sorted(registry))} Valid: {sorted(registry)}")
+    if cfg.rollout.engine == "openai" and cfg.trainer.enabled:
+        raise ConfigError(f"{source}: rollout.engine = 'openai' samples from a frozen policy behind an HTTP endpoint; "
+                          "set trainer.enabled=false (EvoOnly) or use rollout.engine=vllm / hf to train")
     if cfg.trainer.rollout_is != "none" and cfg.rollout.temperature != 1.0:
         raise ConfigError(f"{source}: trainer.rollout_is = {cfg.trainer.rollout_is!r} needs rollout.temperature = 1.0 "
                           f"(engines return raw logprobs); got {cfg.rollout.temperature}")
