@@ -46,6 +46,15 @@ def parse_edits(answer: str) -> list[Edit]:
     return [Edit(m.group(1), m.group(2)) for m in _BLOCK.finditer(text)]
 
 
+def _occurrences(code: str, text: str) -> int:
+    """Overlapping matches: "x\nx\n" occurs twice in "x\nx\nx\n" (str.count says once)."""
+    count, start = 0, code.find(text)
+    while start != -1:
+        count += 1
+        start = code.find(text, start + 1)
+    return count
+
+
 def _strip_trailing(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.split("\n"))
 
@@ -54,7 +63,7 @@ def _apply_one(code: str, edit: Edit, number: int) -> str:
     search = edit.search
     if not search.strip():
         raise EditError(f"SEARCH/REPLACE block {number}: the SEARCH section is empty; copy the exact lines to replace.")
-    count = code.count(search)
+    count = _occurrences(code, search)
     if count == 1:
         return code.replace(search, edit.replace, 1)
     if count > 1:
@@ -86,10 +95,25 @@ def apply_edits(code: str, edits: list[Edit]) -> str:
     return code
 
 
+_SEARCH_MARK = re.compile(r"^[ \t]*<{5,9}[ \t]*SEARCH[ \t]*$", re.MULTILINE)
+
+
+def _check_complete(answer: str, parsed: int) -> None:
+    """A block opened with SEARCH but never closed would be silently dropped; say which one."""
+    text = answer.replace("\r\n", "\n").replace("\r", "\n")
+    opened = len(_SEARCH_MARK.findall(text))
+    if opened > parsed:
+        raise EditError(
+            f"incomplete SEARCH/REPLACE block: the answer has {opened} <<<<<<< SEARCH line(s) but only {parsed} "
+            "complete block(s). Every block needs a ======= line between the lines to find and the new lines, "
+            "and must end with a >>>>>>> REPLACE line.")
+
+
 def child_program(parent_code: str, completion: str, entry_function: str) -> str:
     """The child program a completion describes, or EditError saying why there is none."""
     answer = extract_answer(completion)
     edits = parse_edits(answer)
+    _check_complete(answer, len(edits))
     if edits:
         return apply_edits(parent_code, edits)
     for fenced in _FENCE.findall(answer):
@@ -98,3 +122,44 @@ def child_program(parent_code: str, completion: str, entry_function: str) -> str
     raise EditError(
         "No SEARCH/REPLACE block found in <answer>. Use:\n<<<<<<< SEARCH\n(exact lines)\n=======\n(new lines)\n>>>>>>> REPLACE"
     )
+
+
+def make_diff(parent: str, child: str) -> str:
+    """SEARCH/REPLACE blocks that turn ``parent`` into ``child`` under ``apply_edits``.
+
+    One block per changed hunk (``difflib`` line opcodes), each grown by context lines until its
+    SEARCH text is not blank and occurs exactly once in the program as it stands when the block applies (earlier
+    blocks already applied), so ``apply_edits(parent, parse_edits(make_diff(parent, child)))``
+    is ``child``. Both texts must end in a newline, and no line may consist of the ``=======``
+    divider alone (the block format cannot carry it).
+    """
+    import difflib
+
+    for name, text in (("parent", parent), ("child", child)):
+        if text and not text.endswith("\n"):
+            raise ValueError(f"make_diff: the {name} must end in a newline")
+    a, b = parent.splitlines(keepends=True), child.splitlines(keepends=True)
+    if not a:
+        raise ValueError("make_diff: an empty parent has no lines to SEARCH for; send the child as a full program")
+    current, offset, blocks = list(a), 0, []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        lo, hi = i1 + offset, i2 + offset
+        whole = "".join(current)
+        grow_up = True
+        while not "".join(current[lo:hi]).strip() or _occurrences(whole, "".join(current[lo:hi])) != 1:
+            if lo == 0 and hi >= len(current):  # earlier blocks left nothing to anchor on: one whole-program block
+                if not parent.strip():
+                    raise ValueError("make_diff: a parent of blank lines has nothing to SEARCH for; send a full program")
+                return f"<<<<<<< SEARCH\n{parent}=======\n{child}>>>>>>> REPLACE\n"
+            if (grow_up and lo > 0) or hi >= len(current):
+                lo -= 1
+            else:
+                hi += 1
+            grow_up = not grow_up
+        replacement = current[lo : i1 + offset] + b[j1:j2] + current[i2 + offset : hi]
+        blocks.append(f"<<<<<<< SEARCH\n{''.join(current[lo:hi])}=======\n{''.join(replacement)}>>>>>>> REPLACE\n")
+        current[lo:hi] = replacement
+        offset += (j2 - j1) - (i2 - i1)
+    return "".join(blocks)

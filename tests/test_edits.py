@@ -54,6 +54,23 @@ def test_ambiguous_search_names_the_block():
         apply_edits(code, parse_edits(answer(("a = 1\n", "a = 3\n"))))
 
 
+@pytest.mark.parametrize("tail", ["    x = 2\n</answer>", "=======\n    x = 2\n</answer>"])
+def test_an_unterminated_block_is_named_not_dropped(tail):
+    """A second block missing its ======= or >>>>>>> REPLACE line must not vanish silently while
+    the first one applies: the policy is told which block is broken."""
+    good = "<<<<<<< SEARCH\n    x = 1\n=======\n    x = 2\n>>>>>>> REPLACE\n"
+    text = f"<answer>\n{good}<<<<<<< SEARCH\n    y = 1\n{tail}"
+    with pytest.raises(EditError, match=r"incomplete SEARCH/REPLACE block: the answer has 2 <<<<<<< SEARCH line\(s\) "
+                                        r"but only 1 complete block\(s\)"):
+        child_program(PARENT, text, "run_packing")
+
+
+def test_overlapping_matches_are_ambiguous():
+    """str.count would call "a\na\n" unique in "a\na\na\n" and the edit would land on the wrong lines."""
+    with pytest.raises(EditError, match="block 1: the SEARCH text occurs 2 times"):
+        apply_edits("a\na\na\n", parse_edits(answer(("a\na\n", "b\n"))))
+
+
 def test_empty_search_is_rejected():
     with pytest.raises(EditError, match="SEARCH section is empty"):
         apply_edits(PARENT, parse_edits(answer(("", "x\n"))))
@@ -90,3 +107,39 @@ def test_property_apply_of_diff_gives_child(parent_lines, child_lines, start, le
     assert child_program(parent_text, answer((search, replace)), "f") == "\n".join(child) + "\n"
     # The whole-program block is the degenerate diff and must round-trip too.
     assert child_program(parent_text, answer((parent_text, "\n".join(child) + "\n")), "f") == "\n".join(child) + "\n"
+
+
+# Few distinct lines, so programs repeat lines and hunks need context to be unique.
+code_lines = st.lists(st.sampled_from(["x = 1", "y = 2", "return x", "", "    pass", "def f():", "# note", "\tz = x + y  "]),
+                      min_size=1, max_size=14)
+
+
+@settings(max_examples=300, deadline=None)
+@given(parent_lines=code_lines, child_lines=code_lines)
+def test_property_apply_of_make_diff_gives_child(parent_lines, child_lines):
+    """apply(parent, diff(parent, child)) == child over random programs with repeated lines."""
+    from rollout.edits import make_diff
+
+    parent = "".join(line + "\n" for line in parent_lines)
+    child = "".join(line + "\n" for line in child_lines)
+    if not parent.strip() and parent != child:  # nothing to anchor a SEARCH on: refused (send a full program)
+        with pytest.raises(ValueError, match="nothing to SEARCH"):
+            make_diff(parent, child)
+        return
+    blocks = parse_edits(make_diff(parent, child))
+    assert apply_edits(parent, blocks) == child
+    if parent == child:
+        assert blocks == []
+
+
+def test_make_diff_keeps_blocks_small_and_refuses_what_it_cannot_express():
+    from rollout.edits import make_diff
+
+    parent = "".join(f"line {i}\n" for i in range(40))
+    child = parent.replace("line 3\n", "line three\n").replace("line 30\n", "")
+    diff = make_diff(parent, child)
+    assert diff.count("<<<<<<< SEARCH") == 2 and len(diff) < 200  # two hunks, no whole-program copies
+    with pytest.raises(ValueError, match="must end in a newline"):
+        make_diff("a = 1", "a = 2\n")
+    with pytest.raises(ValueError, match="empty parent"):
+        make_diff("", "a = 2\n")
