@@ -43,7 +43,7 @@ def test_registry_lists_and_loads_every_task():
 
 @pytest.mark.parametrize("name", ["circle_packing26", "circle-packing-26", "Circle_Packing_26", "circle_packing_2"])
 def test_unknown_task_names_the_nearest_valid_one(name):
-    with pytest.raises(ValueError, match="Did you mean 'circle_packing_26'") as info:
+    with pytest.raises(ValueError, match=r"Did you mean [^?]*'circle_packing_26'") as info:
         load_task(name)
     assert repr(name) in str(info.value)
 

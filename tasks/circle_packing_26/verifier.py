@@ -1,111 +1,15 @@
-"""Trusted check of 26 circles packed in the unit square (paper eq. 17-18).
-
-The program's own sum of radii is ignored: the reward is recomputed from centres and radii.
-Every constraint is checked with an absolute tolerance of 1e-9, and a rejection says which
-constraint, which circle(s), by how much (worst case) and how many violations there are, so
-the next prompt can fix it. Nothing the program returns makes this raise.
-"""
+"""Trusted check of 26 circles packed in the unit square (paper eq. 17-18); the checks are in
+tasks/circles.py, shared with the other packing tasks."""
 
 from pathlib import Path
 
-import numpy as np
-import yaml
-
-from tasks.base import Verdict, invalid
+from tasks.base import Verdict
+from tasks.circles import TOL, best_known, usage, verify_packing  # noqa: F401 - TOL/USAGE for tests
 
 N = 26
-TOL = 1e-9
-BEST_KNOWN = float(yaml.safe_load((Path(__file__).parent / "task.yaml").read_text())["best_known"])
-USAGE = "run_packing() must return (centers, radii, sum_radii) with centers of shape (26, 2) and radii of shape (26,)"
-
-
-def _array(value, shape: tuple, name: str):
-    """A float array of exactly ``shape``, or (None, why). Strings, None and booleans are not numbers."""
-    try:
-        arr = np.asarray(value)
-    except (ValueError, TypeError):  # ragged nesting
-        return None, f"{name} must be a rectangular array of numbers of shape {shape}; {USAGE}"
-    if arr.dtype.kind not in "iuf":
-        what = "booleans" if arr.dtype.kind == "b" else "non-numeric entries (strings, None, lists of mixed depth...)"
-        return None, f"{name} must contain only numbers, got {what}; {USAGE}"
-    if arr.shape != shape:
-        return None, f"{name} must have shape {shape}, got shape {arr.shape}; {USAGE}"
-    if not isinstance(value, np.ndarray) and _has_bool(value):  # [0.1, True] would otherwise pass as 1.0
-        return None, f"{name} must contain only numbers, got booleans; {USAGE}"
-    arr = arr.astype(np.float64)
-    bad = np.flatnonzero(~np.isfinite(arr).reshape(shape[0], -1).all(axis=1))
-    if bad.size:
-        return None, f"{name} contains NaN or infinity ({bad.size} circle(s), first: circle {bad[0]})"
-    return arr, None
-
-
-def _has_bool(value) -> bool:
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, (list, tuple)):
-            stack.extend(item)
-        elif isinstance(item, (bool, np.bool_)):
-            return True
-    return False
-
-
-def _unpack(returned):
-    if isinstance(returned, dict):
-        missing = [k for k in ("centers", "radii") if k not in returned]
-        if missing:
-            return None, None, f"the returned dict lacks {', '.join(missing)}; {USAGE}"
-        return returned["centers"], returned["radii"], None
-    if isinstance(returned, (list, tuple)) and len(returned) in (2, 3):
-        return returned[0], returned[1], None
-    got = f"a sequence of length {len(returned)}" if isinstance(returned, (list, tuple)) else type(returned).__name__
-    return None, None, f"{USAGE} (or a dict with 'centers' and 'radii'); got {got}"
+BEST_KNOWN = best_known(Path(__file__).parent)
+USAGE = usage(N)
 
 
 def verify(returned) -> Verdict:
-    centers, radii, err = _unpack(returned)
-    if err is None:
-        centers, err = _array(centers, (N, 2), "centers")
-    if err is None:
-        radii, err = _array(radii, (N,), "radii")
-    if err is not None:
-        return invalid(err)
-
-    problems = []  # (worst amount, count, text)
-    neg = np.flatnonzero(radii < 0)
-    if neg.size:
-        i = int(neg[np.argmin(radii[neg])])
-        problems.append((-radii[i], neg.size, f"negative radius: {neg.size} circle(s) have r < 0; "
-                                               f"worst: circle {i} has radius {radii[i]:.6g}"))
-    x, y = centers[:, 0], centers[:, 1]
-    gaps = np.stack([x - radii, y - radii, 1 - x - radii, 1 - y - radii], axis=1)  # each must be >= 0
-    out = gaps < -TOL
-    if out.any():
-        i, side = np.unravel_index(int(np.argmin(np.where(out, gaps, np.inf))), gaps.shape)
-        edge = ("left edge (x - r < 0)", "bottom edge (y - r < 0)", "right edge (x + r > 1)", "top edge (y + r > 1)")[side]
-        problems.append((-gaps[i, side], int(out.any(axis=1).sum()),
-                         f"out of bounds: {int(out.any(axis=1).sum())} circle(s) leave the unit square; worst: "
-                         f"circle {i} (center ({x[i]:.6g}, {y[i]:.6g}), r={radii[i]:.6g}) crosses the {edge} "
-                         f"by {-gaps[i, side]:.3g}"))
-    iu, ju = np.triu_indices(N, 1)
-    dist = np.hypot(x[iu] - x[ju], y[iu] - y[ju])
-    overlap = radii[iu] + radii[ju] - dist  # must be <= 0
-    over = np.flatnonzero(overlap > TOL)
-    if over.size:
-        k = int(over[np.argmax(overlap[over])])
-        a, b = int(iu[k]), int(ju[k])
-        problems.append((overlap[k], over.size, f"overlap: {over.size} pair(s) of circles overlap; worst: circles "
-                                                f"{a} and {b} overlap by {overlap[k]:.3g} (distance {dist[k]:.6g} < "
-                                                f"r_{a} + r_{b} = {radii[a] + radii[b]:.6g})"))
-    if problems:
-        problems.sort(key=lambda p: -p[0])
-        count = sum(p[1] for p in problems)
-        text = f"invalid packing ({count} violation(s), tolerance {TOL:g}): " + "; ".join(p[2] for p in problems)
-        return invalid(text, violations=float(count), worst_violation=float(problems[0][0]))
-
-    total = float(radii.sum())
-    metrics = {"sum_radii": total, "n_circles": float(N), "min_radius": float(radii.min()),
-               "max_radius": float(radii.max())}
-    feedback = (f"valid packing: sum of radii {total:.6f} (best known {BEST_KNOWN:.6f}, ratio {total / BEST_KNOWN:.3f}); "
-                f"radii range {radii.min():.4f} to {radii.max():.4f}")
-    return Verdict(total, True, feedback, metrics)
+    return verify_packing(returned, N, "square", BEST_KNOWN)

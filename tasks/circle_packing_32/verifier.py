@@ -1,0 +1,15 @@
+"""Trusted check of 32 circles packed in the unit square (paper eq. 17-18); the checks are in
+tasks/circles.py, shared with the other packing tasks."""
+
+from pathlib import Path
+
+from tasks.base import Verdict
+from tasks.circles import TOL, best_known, usage, verify_packing  # noqa: F401 - TOL/USAGE for tests
+
+N = 32
+BEST_KNOWN = best_known(Path(__file__).parent)
+USAGE = usage(N)
+
+
+def verify(returned) -> Verdict:
+    return verify_packing(returned, N, "square", BEST_KNOWN)

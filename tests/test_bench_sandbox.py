@@ -1,0 +1,19 @@
+"""scripts/bench_sandbox.py runs and reports every row with its ratios (figures: BENCHMARKS.md)."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_bench_sandbox_reports_both_programs_sequential_and_parallel():
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_sandbox.py"), "--n", "2", "--repeats", "1",
+                           "--workers", "2"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [line for line in proc.stdout.splitlines() if re.match(r"\| (trivial|circle_packing_26 starter) \| [12] \|", line)]
+    assert len(rows) == 4, proc.stdout
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert all(float(c) > 0 for c in cells[2:5]) and cells[5].endswith("x") and cells[6].endswith("x")
