@@ -8,6 +8,10 @@ Layers (``isolation()`` reports which ones this machine allows):
 * as root, the program runs as ``nobody`` if that account can run this Python with numpy: it
   then cannot write outside its directory and /tmp, signal the trainer or touch runs/, and
   RLIMIT_NPROC applies (the kernel ignores it for root, so a root child does not get it);
+* as root, a private mount namespace (``rewards.fs_jail``): every mount read-only except the
+  program's directory and /dev, the repository's tasks/ hidden under an empty tmpfs (held-out
+  data), and the capability bounding set emptied, so even a uid-0 child cannot remount, override
+  permissions or write the trainer's files. Not root: no jail, the uid's permissions apply;
 * rlimits: address space (memory_mb), CPU (timeout + 1 s), file size (16 MB), no core dumps;
 * its own temporary directory (cwd, HOME, TMPDIR), removed afterwards whatever happened; a task's
   data files are copied into it, and its harness (tasks/base.py) runs after the program there;
@@ -15,8 +19,9 @@ Layers (``isolation()`` reports which ones this machine allows):
   with ``-s -P`` and this controlled environment instead of ``-I``, whose ``-E`` would drop
   PYTHONHASHSEED (the environment holds nothing else for ``-E`` to ignore);
 * output read incrementally, keeping the last 4 KB; the result file read with an 8 MB cap.
-Not covered: disk use outside the directory (no quota) and, when the user switch is not
-possible, the program's power over whatever its uid can touch.
+Not covered: disk use inside the directory beyond RLIMIT_FSIZE per file (no quota); a uid-0
+child can still signal the trainer's processes (same uid; no PID namespace); and without root
+(no jail, no user switch) the program can touch whatever the evaluator's uid can.
 """
 
 from __future__ import annotations
@@ -42,7 +47,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rewards import fs_jail
+
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_runner.py")
+TASKS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tasks")  # hidden from programs
 CLONE_NEWNET = 0x40000000
 MAX_RESULT_BYTES = 8 << 20
 MAX_FILE_BYTES = 16 << 20
@@ -77,10 +85,12 @@ class Isolation:
     network: bool  # programs get their own, empty network namespace
     user: str | None  # the unprivileged account programs run as; None: the evaluator's own uid
     notes: str = ""
+    filesystem: bool = False  # programs see a read-only filesystem (writable: their directory) without tasks/
 
 
-_PROBE = "import numpy\ntry:\n    import scipy\nexcept ImportError:\n    scipy = None\n\n" \
-         "def probe():\n    return {'numpy': True, 'scipy': scipy is not None}\n"
+_PROBE = "import os\nimport numpy\ntry:\n    import scipy\nexcept ImportError:\n    scipy = None\n\n" \
+         "def probe():\n    return {'numpy': True, 'scipy': scipy is not None, " \
+         "'read_only_root': bool(os.statvfs('/').f_flag & os.ST_RDONLY)}\n"
 _probe_lock = threading.Lock()
 _isolation: Isolation | None = None
 
@@ -97,16 +107,19 @@ def isolation() -> Isolation:
 def _probe() -> Isolation:
     base = _run(_PROBE, "probe", 60.0, 2048, None)
     ids = _unprivileged_ids()
+    jailed = base.status == "ok" and bool(base.value.get("read_only_root"))
     if base.status != "ok" or ids is None:
         note = f"probe failed: {base.status}: {base.error}" if base.status != "ok" else \
             "not root: programs run as the evaluator's uid" if os.geteuid() else f"no {SANDBOX_USER} account: programs run as root"
-        return Isolation(base.net_isolated, None, note[:300])
+        return Isolation(base.net_isolated, None, note[:300], jailed)
     dropped = _run(_PROBE, "probe", 60.0, 2048, ids)
     if dropped.status == "ok" and dropped.value == base.value:
-        return Isolation(dropped.net_isolated, SANDBOX_USER, f"programs run as {SANDBOX_USER}")
+        return Isolation(dropped.net_isolated, SANDBOX_USER, f"programs run as {SANDBOX_USER}", jailed)
     note = f"programs run as root: {SANDBOX_USER} cannot run this Python with numpy/scipy ({dropped.error[:150]})"
+    if jailed:
+        note += "; a read-only mount namespace keeps them from writing outside their directory"
     log.warning("sandbox: %s", note)
-    return Isolation(base.net_isolated, None, note)
+    return Isolation(base.net_isolated, None, note, jailed)
 
 
 def _unprivileged_ids() -> tuple[int, int] | None:
@@ -142,7 +155,7 @@ def run_program(code: str, entry: str, timeout_s: float, memory_mb: int, harness
     return _run(code, entry, timeout_s, memory_mb, _unprivileged_ids() if isolation().user else None, harness, files)
 
 
-def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None):
+def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, workdir: str):
     """Everything is computed here, in the parent: the forked child (of a threaded parent) only makes syscalls."""
     cpu = math.ceil(timeout_s) + 1
     wanted = [(resource.RLIMIT_AS, memory_mb << 20, memory_mb << 20), (resource.RLIMIT_CPU, cpu, cpu + 1),
@@ -157,10 +170,13 @@ def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None):
         if cur_hard != resource.RLIM_INFINITY:
             soft, hard = min(soft, cur_hard), min(hard, cur_hard)
         limits.append((res, (soft, hard)))
+    jail = fs_jail.plan(workdir, hide=(TASKS_DIR,))
 
     def apply() -> None:
         if _unshare is not None:
             _unshare(CLONE_NEWNET)  # -1 when refused: then the child keeps the host network
+        if jail is not None:
+            fs_jail.enter(jail)  # False when refused: then the uid's permissions are the only fence
         if ids is not None:
             # Drop root for good. NPROC is lowered only afterwards, so that the kernel's check at
             # setuid() (PF_NPROC_EXCEEDED) cannot fail the exec when other sandboxes are busy.
@@ -211,7 +227,7 @@ def _run_in(workdir: str, code: str, entry: str, timeout_s: float, memory_mb: in
     try:
         proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=_preexec(memory_mb, timeout_s, ids))
+                                preexec_fn=_preexec(memory_mb, timeout_s, ids, workdir))
     except (OSError, subprocess.SubprocessError) as exc:
         return RunResult("crash", error=f"the sandbox could not start the program: {exc}")
     # Holding the namespace open keeps its identity from being recycled for another sandbox's.

@@ -80,10 +80,13 @@ def nothing_left_behind(monkeypatch):
 
 
 @pytest.fixture()
-def pid_dir():
-    """Where a sandboxed program may write pid files, whatever account it runs as."""
+def pid_dir(monkeypatch):
+    """Where a sandboxed program may write pid files, whatever account it runs as (and with the
+    read-only filesystem on: this one folder stays writable)."""
     path = tempfile.mkdtemp(prefix="helix-test-", dir="/tmp")
     os.chmod(path, 0o777)
+    plan = sandbox.fs_jail.plan
+    monkeypatch.setattr(sandbox.fs_jail, "plan", lambda workdir, hide=(), writable=(): plan(workdir, hide, (*writable, path)))
     yield path
     shutil.rmtree(path, ignore_errors=True)
 
@@ -397,3 +400,48 @@ def test_timing_note_is_stable_for_fast_programs_and_exact_for_slow_ones():
 
     assert timing_note(0.21, 20) == timing_note(4.9, 20) == "(ran well within the 20 s time limit)"
     assert timing_note(12.34, 20) == "(ran in 12.3 s of the 20 s time limit)"
+
+
+OUTSIDE = '''
+import ctypes, errno, os
+
+
+def attempt(fn):
+    try:
+        fn()
+        return "done"
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, str(exc.errno))
+
+
+def run_packing():
+    out = {{}}
+    out["write_outside"] = attempt(lambda: open({target!r}, "w").write("pwned"))
+    out["write_repo"] = attempt(lambda: open({repo_file!r}, "a").write("pwned"))
+    out["read_heldout"] = attempt(lambda: open({heldout!r}, "rb").read())
+    out["write_own_dir"] = attempt(lambda: open("mine.txt", "w").write("ok"))
+    libc = ctypes.CDLL(None, use_errno=True)
+    out["remount_rw"] = "done" if libc.mount(None, b"/", None, 0x20, None) == 0 else errno.errorcode[ctypes.get_errno()]
+    return out
+'''
+
+
+def test_writing_or_reading_outside_its_directory_is_refused(tmp_path):
+    """Even as root (this machine's venv Python is out of `nobody`'s reach), the program sees a
+    read-only filesystem without the task folders, and cannot remount its way out."""
+    if os.geteuid() != 0:
+        pytest.skip("the read-only mount namespace needs root; unprivileged runs rely on file permissions")
+    assert isolation().filesystem
+    outside = tmp_path / "shared"
+    outside.mkdir()
+    outside.chmod(0o777)  # writable by anyone: only the mount namespace can refuse the write
+    repo_file = os.path.join(os.path.dirname(sandbox.RUNNER), "__init__.py")
+    before = open(repo_file).read()
+    heldout = os.path.join(sandbox.TASKS_DIR, "symreg_chemistry", "heldout.npz")
+    assert os.path.isfile(heldout)
+    code = OUTSIDE.format(target=str(outside / "x.txt"), repo_file=repo_file, heldout=heldout)
+    result = run_program(code, "run_packing", LIMIT, 1024)
+    assert result.status == "ok", result.error
+    assert result.value == {"write_outside": "EROFS", "write_repo": "EROFS", "read_heldout": "ENOENT",
+                            "write_own_dir": "done", "remount_rw": "EPERM"}
+    assert not (outside / "x.txt").exists() and open(repo_file).read() == before
