@@ -46,42 +46,56 @@ def parse_edits(answer: str) -> list[Edit]:
     return [Edit(m.group(1), m.group(2)) for m in _BLOCK.finditer(text)]
 
 
-def _occurrences(code: str, text: str) -> int:
-    """Overlapping matches: "x\nx\n" occurs twice in "x\nx\nx\n" (str.count says once)."""
-    count, start = 0, code.find(text)
+def _line_starts(code: str, text: str) -> list[int]:
+    """Where ``text`` starts at the start of a line, overlaps included ("x\nx\n" is in "x\nx\nx\n" twice,
+    str.count says once). Line-anchored so SEARCH "x = 1" cannot land on the tail of "max = 1"."""
+    hits, start = [], code.find(text)
     while start != -1:
-        count += 1
+        if start == 0 or code[start - 1] == "\n":
+            hits.append(start)
         start = code.find(text, start + 1)
-    return count
+    return hits
+
+
+def _occurrences(code: str, text: str) -> int:
+    return len(_line_starts(code, text))
 
 
 def _strip_trailing(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.split("\n"))
 
 
+def _ambiguous(number: int, count: int, first: str) -> EditError:
+    return EditError(f"SEARCH/REPLACE block {number}: the SEARCH text occurs {count} times in the current program "
+                     f"(first line: {first!r}); include more surrounding lines so it is unique.")
+
+
 def _apply_one(code: str, edit: Edit, number: int) -> str:
     search = edit.search
     if not search.strip():
         raise EditError(f"SEARCH/REPLACE block {number}: the SEARCH section is empty; copy the exact lines to replace.")
-    count = _occurrences(code, search)
-    if count == 1:
-        return code.replace(search, edit.replace, 1)
-    if count > 1:
-        raise EditError(f"SEARCH/REPLACE block {number}: the SEARCH text occurs {count} times; include more surrounding lines so it is unique.")
+    first = next(line for line in search.split("\n") if line.strip()).strip()[:80]
+    hits = _line_starts(code, search)
+    if len(hits) == 1:
+        return code[: hits[0]] + edit.replace + code[hits[0] + len(search) :]
+    if len(hits) > 1:
+        raise _ambiguous(number, len(hits), first)
     # Forgiving pass: ignore trailing whitespace on every line. Works line-wise so indentation stays exact.
     code_lines = code.split("\n")
     norm_code = [line.rstrip() for line in code_lines]
-    norm_search = _strip_trailing(search).rstrip("\n").split("\n")
+    norm_search = _strip_trailing(search).split("\n")
+    if search.endswith("\n"):  # the line break ending the last line, not a blank line to match
+        norm_search.pop()
     width = len(norm_search)
-    hits = [i for i in range(len(norm_code) - width + 1) if norm_code[i : i + width] == norm_search]
+    lines_ = len(code_lines) - code.endswith("\n")  # the "" after a final line break is not a line
+    hits = [i for i in range(lines_ - width + 1) if norm_code[i : i + width] == norm_search]
     if len(hits) == 1:
         i = hits[0]
         replacement = edit.replace[:-1] if edit.replace.endswith("\n") else edit.replace
         middle = [replacement] if edit.replace else []
         return "\n".join(code_lines[:i] + middle + code_lines[i + width :])
     if len(hits) > 1:
-        raise EditError(f"SEARCH/REPLACE block {number}: the SEARCH text occurs {len(hits)} times; include more surrounding lines so it is unique.")
-    first = norm_search[0].strip()[:80]
+        raise _ambiguous(number, len(hits), first)
     raise EditError(
         f"SEARCH/REPLACE block {number}: the SEARCH text was not found in the current program "
         f"(first line: {first!r}). SEARCH must copy existing lines exactly."
@@ -112,6 +126,9 @@ def _check_complete(answer: str, parsed: int) -> None:
 def child_program(parent_code: str, completion: str, entry_function: str) -> str:
     """The child program a completion describes, or EditError saying why there is none."""
     answer = extract_answer(completion)
+    if not answer.strip():
+        raise EditError("The answer is empty: put SEARCH/REPLACE blocks (or the full program in a ```python fence) "
+                        "inside <answer>...</answer>.")
     edits = parse_edits(answer)
     _check_complete(answer, len(edits))
     if edits:
@@ -124,20 +141,27 @@ def child_program(parent_code: str, completion: str, entry_function: str) -> str
     )
 
 
+_MARKER_LINE = re.compile(r"^[ \t]*(?:={5,9}|<{5,9}[ \t]*SEARCH|>{5,9}[ \t]*REPLACE)[ \t]*$", re.MULTILINE)
+
+
 def make_diff(parent: str, child: str) -> str:
     """SEARCH/REPLACE blocks that turn ``parent`` into ``child`` under ``apply_edits``.
 
     One block per changed hunk (``difflib`` line opcodes), each grown by context lines until its
     SEARCH text is not blank and occurs exactly once in the program as it stands when the block applies (earlier
     blocks already applied), so ``apply_edits(parent, parse_edits(make_diff(parent, child)))``
-    is ``child``. Both texts must end in a newline, and no line may consist of the ``=======``
-    divider alone (the block format cannot carry it).
+    is ``child``. Both texts must end in a newline, and no line may look like a block marker
+    (``=======``, ``<<<<<<< SEARCH``, ``>>>>>>> REPLACE``: the block format cannot carry it).
     """
     import difflib
 
     for name, text in (("parent", parent), ("child", child)):
         if text and not text.endswith("\n"):
             raise ValueError(f"make_diff: the {name} must end in a newline")
+        marker = _MARKER_LINE.search(text)
+        if marker:
+            raise ValueError(f"make_diff: the {name} has the line {marker.group(0).strip()!r}, which the block "
+                             "format reads as a marker; send a full program")
     a, b = parent.splitlines(keepends=True), child.splitlines(keepends=True)
     if not a:
         raise ValueError("make_diff: an empty parent has no lines to SEARCH for; send the child as a full program")

@@ -3,8 +3,10 @@
 For EvoOnly runs: nothing is trained, so there are no weights to sync. Prompts arrive as token
 ids already rendered with the chat template; they are decoded back to text (every server takes
 text) and sent to the plain completions endpoint, so the server applies no second template. The
-returned text is re-tokenised with the run's tokenizer for the archive's completion lengths;
-per-token logprobs are not returned (their tokens need not match ours).
+returned text is re-tokenised with the run's tokenizer for the archive's completion lengths,
+unless a choice carries its own ``token_ids`` (vLLM >= 0.10.2 adds them when a request has
+``return_token_ids``; this engine does not send that field, which stricter servers reject).
+Per-token logprobs are not requested (their tokens need not match ours, and nothing trains).
 
 Each request has a timeout; connection errors, timeouts, 429 and 5xx are retried with
 exponential backoff, other HTTP errors fail at once with the server's message.
@@ -103,7 +105,9 @@ class OpenAIEngine:
         out = []
         for choice in choices:
             text = choice.get("text") or ""
-            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+            ids = choice.get("token_ids")  # when the server sends them (see the module docstring)
+            if not (isinstance(ids, list) and all(isinstance(i, int) for i in ids)):
+                ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
             out.append(Completion(ids, text, choice.get("finish_reason") == "length"))
         return out
 

@@ -1,7 +1,4 @@
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from rollout.edits import EditError, apply_edits, child_program, extract_answer, parse_edits
 
 PARENT = "import numpy as np\n\ndef run_packing():\n    x = 1\n    y = 2\n    return x + y\n"
@@ -89,49 +86,6 @@ def test_blocks_outside_answer_are_ignored_when_answer_exists():
         child_program(PARENT, text, "run_packing")
 
 
-lines = st.lists(st.text(alphabet="abcdefghij (),=+", min_size=0, max_size=12), min_size=1, max_size=12)
-
-
-@settings(max_examples=150, deadline=None)
-@given(parent_lines=lines, child_lines=lines, start=st.integers(0, 11), length=st.integers(1, 4))
-def test_property_apply_of_diff_gives_child(parent_lines, child_lines, start, length):
-    # Number the lines so any contiguous run of them is unique in the program.
-    parent = [f"l{i}: {s}" for i, s in enumerate(parent_lines)]
-    start = min(start, len(parent) - 1)
-    stop = min(len(parent), start + length)
-    replacement = [f"n{i}: {s}" for i, s in enumerate(child_lines)]
-    child = parent[:start] + replacement + parent[stop:]
-    search = "".join(line + "\n" for line in parent[start:stop])
-    replace = "".join(line + "\n" for line in replacement)
-    parent_text = "\n".join(parent) + "\n"
-    assert child_program(parent_text, answer((search, replace)), "f") == "\n".join(child) + "\n"
-    # The whole-program block is the degenerate diff and must round-trip too.
-    assert child_program(parent_text, answer((parent_text, "\n".join(child) + "\n")), "f") == "\n".join(child) + "\n"
-
-
-# Few distinct lines, so programs repeat lines and hunks need context to be unique.
-code_lines = st.lists(st.sampled_from(["x = 1", "y = 2", "return x", "", "    pass", "def f():", "# note", "\tz = x + y  "]),
-                      min_size=1, max_size=14)
-
-
-@settings(max_examples=300, deadline=None)
-@given(parent_lines=code_lines, child_lines=code_lines)
-def test_property_apply_of_make_diff_gives_child(parent_lines, child_lines):
-    """apply(parent, diff(parent, child)) == child over random programs with repeated lines."""
-    from rollout.edits import make_diff
-
-    parent = "".join(line + "\n" for line in parent_lines)
-    child = "".join(line + "\n" for line in child_lines)
-    if not parent.strip() and parent != child:  # nothing to anchor a SEARCH on: refused (send a full program)
-        with pytest.raises(ValueError, match="nothing to SEARCH"):
-            make_diff(parent, child)
-        return
-    blocks = parse_edits(make_diff(parent, child))
-    assert apply_edits(parent, blocks) == child
-    if parent == child:
-        assert blocks == []
-
-
 def test_make_diff_keeps_blocks_small_and_refuses_what_it_cannot_express():
     from rollout.edits import make_diff
 
@@ -143,3 +97,59 @@ def test_make_diff_keeps_blocks_small_and_refuses_what_it_cannot_express():
         make_diff("a = 1", "a = 2\n")
     with pytest.raises(ValueError, match="empty parent"):
         make_diff("", "a = 2\n")
+
+
+def test_search_matches_whole_lines_only():
+    """"x = 1" is the tail of "max = 1"; a SEARCH must start at a line start, or this edit would be
+    called ambiguous (or land inside the wrong line)."""
+    code = "max = 1\nx = 1\n"
+    assert apply_edits(code, parse_edits(answer(("x = 1\n", "x = 2\n")))) == "max = 1\nx = 2\n"
+
+
+def test_chevron_counts_may_differ_within_one_block():
+    text = "<answer>\n<<<<< SEARCH\n    y = 2\n=========\n    y = 5\n>>>>>>>> REPLACE\n</answer>"
+    assert child_program(PARENT, text, "run_packing") == PARENT.replace("y = 2", "y = 5")
+
+
+def test_a_blank_first_search_line_is_not_what_the_feedback_quotes():
+    with pytest.raises(EditError, match=r"block 1: the SEARCH text was not found.*first line: 'w = 0'"):
+        child_program(PARENT, answer(("\n    w = 0\n", "")), "run_packing")
+
+
+MALFORMED = {
+    "missing SEARCH text": answer(("    x = 1\n", "    x = 2\n"), ("    z = 3\n", "    z = 4\n")),
+    # Block 1 adds a second "x = 1" line, so block 2's SEARCH matches twice in the program as it then stands.
+    "ambiguous SEARCH": answer(("    return x + y\n", "    x = 1\n    return x + y\n"), ("    x = 1\n", "")),
+    "no block at all": "<think>I would try a bigger radius.</think>\n<answer>\nMake the circles bigger.\n</answer>",
+    "unterminated block": "<answer>\n<<<<<<< SEARCH\n    x = 1\n=======\n    x = 2\n</answer>",
+    "empty answer": "<think>out of ideas</think>\n<answer>\n</answer>",
+}
+EXPECTED = {
+    "missing SEARCH text": "SEARCH/REPLACE block 2: the SEARCH text was not found in the current program "
+                           "(first line: 'z = 3'). SEARCH must copy existing lines exactly.",
+    "ambiguous SEARCH": "SEARCH/REPLACE block 2: the SEARCH text occurs 2 times in the current program "
+                        "(first line: 'x = 1'); include more surrounding lines so it is unique.",
+    "no block at all": "No SEARCH/REPLACE block found in <answer>. Use:\n<<<<<<< SEARCH\n(exact lines)\n=======\n"
+                       "(new lines)\n>>>>>>> REPLACE",
+    "unterminated block": "incomplete SEARCH/REPLACE block: the answer has 1 <<<<<<< SEARCH line(s) but only 0 "
+                          "complete block(s). Every block needs a ======= line between the lines to find and the "
+                          "new lines, and must end with a >>>>>>> REPLACE line.",
+    "empty answer": "The answer is empty: put SEARCH/REPLACE blocks (or the full program in a ```python fence) "
+                    "inside <answer>...</answer>.",
+}
+
+
+def test_feedback_for_malformed_answers():
+    """These messages go back to the policy as feedback; print them (pytest -s) to read them."""
+    for case, text in MALFORMED.items():
+        with pytest.raises(EditError) as err:
+            child_program(PARENT, text, "run_packing")
+        print(f"--- {case}:\n{err.value}")
+        assert str(err.value) == EXPECTED[case], case
+
+
+def test_make_diff_refuses_marker_lines():
+    from rollout.edits import make_diff
+
+    with pytest.raises(ValueError, match=r"the child has the line '=======', which the block format reads as a marker"):
+        make_diff("a = 1\n", "a = 1\n'''\n=======\n'''\n")

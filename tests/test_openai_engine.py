@@ -23,6 +23,7 @@ class Stub:
         self.requests, self.headers = [], []
         self.fail, self.fail_status, self.sleep_s = 0, 503, 0.0
         self.texts, self.finish = ["hello"], ["stop"]
+        self.token_ids = None  # per choice, cycled, when the server returns token ids
 
 
 @pytest.fixture()
@@ -44,6 +45,9 @@ def server():
             time.sleep(stub.sleep_s)
             choices = [{"index": i, "text": stub.texts[i % len(stub.texts)], "finish_reason": stub.finish[i % len(stub.finish)]}
                        for i in range(body["n"])]
+            if stub.token_ids:
+                for i, choice in enumerate(choices):
+                    choice["token_ids"] = stub.token_ids[i % len(stub.token_ids)]
             self._send(200, {"id": "cmpl-1", "object": "text_completion", "choices": choices[::-1]})
 
         def _send(self, status, payload):
@@ -58,7 +62,7 @@ def server():
                 pass
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     stub.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
     yield stub
@@ -169,3 +173,11 @@ def test_an_evo_only_run_evaluates_the_servers_edits(server, tmp_path):
         assert child.parent_id == root.id
         if child.valid:
             assert "import math" in child.code and child.reward == pytest.approx(root.reward)
+
+
+def test_token_ids_from_the_server_are_used_when_it_sends_them(server, tokenizer):
+    """Otherwise the text is re-tokenised (the first test); ids the server sends are taken as they are."""
+    server.token_ids = [[7, 8, 9]]
+    out = engine(server, tokenizer).generate([[1, 2]], SamplingParams(n=2, max_new_tokens=4))
+    assert [c.token_ids for c in out[0]] == [[7, 8, 9], [7, 8, 9]]
+    assert [c.text for c in out[0]] == ["hello", "hello"]
