@@ -80,7 +80,8 @@ def main(argv=None) -> None:
         ("circle_packing_26 starter", lambda: evaluator.evaluate(starter).valid, starter, task.entry_function),
     ]
     iso = isolation()
-    print(f"Command: `.venv/bin/python scripts/bench_sandbox.py {' '.join(argv if argv is not None else sys.argv[1:])}`")
+    cmd = " ".join(["scripts/bench_sandbox.py", *(argv if argv is not None else sys.argv[1:])])
+    print(f"Command: `.venv/bin/python {cmd}`")
     print(f"{args.n} evaluations per batch, median of {args.repeats} batches; isolation on this machine: {iso}\n")
     print("| program | workers | sandbox evals/s | bare `python -c` evals/s | bare, 1 BLAS thread evals/s "
           "| sandbox time / bare | sandbox time / bare 1-thread |")

@@ -70,7 +70,7 @@ class ScriptedEngine(HFEngine):
         self.texts = [
             block.format(first, first + "\nimport math"),  # a harmless edit: same reward as the parent
             block.format(first, "raise RuntimeError('boom')\n" + first),  # the program crashes
-            "<think>I will not use the format</think>",  # no edit at all
+            "<think>I will not use the format</think>Just make the circles bigger.",  # prose, no edit
             block.format("this line is not in the program", "x = 1"),  # SEARCH not found
         ]
 
