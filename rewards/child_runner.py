@@ -11,6 +11,7 @@ import builtins
 import json
 import linecache
 import os
+import signal
 import sys
 import traceback
 import types
@@ -95,7 +96,55 @@ def run(program: str, entry: str, harness: str | None = None) -> dict:
         return {"ok": False, "kind": "bad_output", "error": type(exc).__name__, "message": _text(exc)}
 
 
+def _exit_like(status: int) -> None:
+    """End this process the way a child with wait ``status`` ended: same code, or same signal."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig != signal.SIGKILL:  # SIGKILL's action cannot be set (nor changed from the default)
+            signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        _exit(128 + sig)
+    _exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
+def enter_pid_namespace() -> None:
+    """Where the sandbox unshared a PID namespace for our children, run the program inside it.
+
+    This process stays outside; its child is the namespace's init (PID 1) and only reaps; the
+    program runs as PID 2, with ordinary signal semantics (init ignores its own namespace's
+    signals). Inside, no pid names a process outside, so the program cannot signal the trainer,
+    and when it ends, init exits and the kernel kills whatever it left behind. The program's
+    exact wait status travels back over a pipe, so the sandbox sees the same exit code or signal.
+    """
+    try:
+        if os.readlink("/proc/self/ns/pid_for_children") == os.readlink("/proc/self/ns/pid"):
+            return  # not unshared (no root): run right here
+    except FileNotFoundError:
+        pass  # what an unshared namespace with no process in it yet reads as
+    except OSError:
+        return
+    read_end, write_end = os.pipe()
+    init = os.fork()
+    if init:  # outside: wait for init, then mirror the program's status
+        os.close(write_end)
+        _, init_status = os.waitpid(init, 0)
+        data = os.read(read_end, 32)
+        _exit_like(int(data) if data.strip().isdigit() else init_status)
+    os.close(read_end)
+    program = os.fork()
+    if program == 0:  # PID 2: carry on as the runner
+        os.close(write_end)
+        return
+    while True:  # init: reap every orphan until the program itself ends
+        pid, status = os.waitpid(-1, 0)
+        if pid == program:
+            break
+    os.write(write_end, str(status).encode())
+    _exit(0)
+
+
 def main() -> None:
+    enter_pid_namespace()
     program, entry, result_path, max_bytes = sys.argv[1:5]
     harness = sys.argv[5] if len(sys.argv) > 5 else None
     sys.argv = [program]  # the program sees a plain argv

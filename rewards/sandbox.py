@@ -12,6 +12,10 @@ Layers (``isolation()`` reports which ones this machine allows):
   program's directory and /dev, the repository's tasks/ hidden under an empty tmpfs (held-out
   data), and the capability bounding set emptied, so even a uid-0 child cannot remount, override
   permissions or write the trainer's files. Not root: no jail, the uid's permissions apply;
+* a fresh PID namespace via ``unshare(CLONE_NEWPID)`` (root): the runner forks a reaping init
+  (PID 1) and the program runs as PID 2 (``child_runner.enter_pid_namespace``), so no pid it can
+  name is outside (a uid-0 program needs no capability to kill a uid-0 trainer), and the kernel
+  kills everything left inside when it ends. Refused: the program shares the host's pids;
 * rlimits: address space (memory_mb), CPU (timeout + 1 s), file size (16 MB), no core dumps;
 * its own temporary directory (cwd, HOME, TMPDIR), removed afterwards whatever happened; a task's
   data files are copied into it, and its harness (tasks/base.py) runs after the program there;
@@ -19,9 +23,10 @@ Layers (``isolation()`` reports which ones this machine allows):
   with ``-s -P`` and this controlled environment instead of ``-I``, whose ``-E`` would drop
   PYTHONHASHSEED (the environment holds nothing else for ``-E`` to ignore);
 * output read incrementally, keeping the last 4 KB; the result file read with an 8 MB cap.
-Not covered: disk use inside the directory beyond RLIMIT_FSIZE per file (no quota); a uid-0
-child can still signal the trainer's processes (same uid; no PID namespace); and without root
-(no jail, no user switch) the program can touch whatever the evaluator's uid can.
+Not covered: disk use inside the directory beyond RLIMIT_FSIZE per file (no quota); /proc is the
+host's, so a uid-0 program can read (not write: the mount is read-only) other root processes'
+/proc entries, their environment included; and without root (no namespaces, no jail, no user
+switch) the program can touch, and signal, whatever the evaluator's uid can.
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ from rewards import fs_jail
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_runner.py")
 TASKS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tasks")  # hidden from programs
-CLONE_NEWNET = 0x40000000
+CLONE_NEWNET, CLONE_NEWPID = 0x40000000, 0x20000000
 MAX_RESULT_BYTES = 8 << 20
 MAX_FILE_BYTES = 16 << 20
 OUTPUT_TAIL_BYTES = 4096
@@ -86,11 +91,13 @@ class Isolation:
     user: str | None  # the unprivileged account programs run as; None: the evaluator's own uid
     notes: str = ""
     filesystem: bool = False  # programs see a read-only filesystem (writable: their directory) without tasks/
+    processes: bool = False  # programs run in their own PID namespace: no pid names the trainer
 
 
 _PROBE = "import os\nimport numpy\ntry:\n    import scipy\nexcept ImportError:\n    scipy = None\n\n" \
          "def probe():\n    return {'numpy': True, 'scipy': scipy is not None, " \
-         "'read_only_root': bool(os.statvfs('/').f_flag & os.ST_RDONLY)}\n"
+         "'read_only_root': bool(os.statvfs('/').f_flag & os.ST_RDONLY), " \
+         "'own_pids': os.getpid() == 2 and os.getppid() == 1}\n"
 _probe_lock = threading.Lock()
 _isolation: Isolation | None = None
 
@@ -108,18 +115,19 @@ def _probe() -> Isolation:
     base = _run(_PROBE, "probe", 60.0, 2048, None)
     ids = _unprivileged_ids()
     jailed = base.status == "ok" and bool(base.value.get("read_only_root"))
+    pids = base.status == "ok" and bool(base.value.get("own_pids"))
     if base.status != "ok" or ids is None:
         note = f"probe failed: {base.status}: {base.error}" if base.status != "ok" else \
             "not root: programs run as the evaluator's uid" if os.geteuid() else f"no {SANDBOX_USER} account: programs run as root"
-        return Isolation(base.net_isolated, None, note[:300], jailed)
+        return Isolation(base.net_isolated, None, note[:300], jailed, pids)
     dropped = _run(_PROBE, "probe", 60.0, 2048, ids)
     if dropped.status == "ok" and dropped.value == base.value:
-        return Isolation(dropped.net_isolated, SANDBOX_USER, f"programs run as {SANDBOX_USER}", jailed)
+        return Isolation(dropped.net_isolated, SANDBOX_USER, f"programs run as {SANDBOX_USER}", jailed, pids)
     note = f"programs run as root: {SANDBOX_USER} cannot run this Python with numpy/scipy ({dropped.error[:150]})"
     if jailed:
         note += "; a read-only mount namespace keeps them from writing outside their directory"
     log.warning("sandbox: %s", note)
-    return Isolation(base.net_isolated, None, note, jailed)
+    return Isolation(base.net_isolated, None, note, jailed, pids)
 
 
 def _unprivileged_ids() -> tuple[int, int] | None:
@@ -175,6 +183,7 @@ def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, work
     def apply() -> None:
         if _unshare is not None:
             _unshare(CLONE_NEWNET)  # -1 when refused: then the child keeps the host network
+            _unshare(CLONE_NEWPID)  # for the runner's children (child_runner.enter_pid_namespace); -1: none
         if jail is not None:
             fs_jail.enter(jail)  # False when refused: then the uid's permissions are the only fence
         if ids is not None:

@@ -1,12 +1,14 @@
 """Hostile programs: each ends with reward 0 or its true reward, on time, leaving no process or directory behind."""
 
 import glob
+import json
 import math
 import os
 import pwd
 import resource
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -175,18 +177,25 @@ def test_odd_result_files_are_bad_output_and_never_hang_the_parent(how):
     assert r.status == "bad_output" and r.reward == 0.0
 
 
+# Pids as the host sees them: inside its PID namespace a program's os.getpid() is 2, but /proc
+# here is the host's, so /proc/self names the process by its host pid.
+HOST_PID = "(os.readlink('/proc/self') + ' ').encode()"
+SLEEPER = f"import os, sys, time; os.write(int(sys.argv[1]), {HOST_PID}); time.sleep(60)"
+
+
 @pytest.mark.parametrize("spawn, count", [
-    ("p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n    fh.write(f'{p.pid} ')", 1),
-    ("for _ in range(150):\n        pid = os.fork()\n        if pid == 0:\n            time.sleep(60)\n"
-     "            os._exit(0)\n        fh.write(f'{pid} ')\n        fh.flush()", 150),
+    (f"subprocess.Popen([sys.executable, '-c', {SLEEPER!r}, str(fd)], pass_fds=(fd,))", 1),
+    ("for _ in range(150):\n        if os.fork() == 0:\n            os.write(fd, " + HOST_PID + ")\n"
+     "            time.sleep(60)\n            os._exit(0)", 150),
 ])
 @pytest.mark.parametrize("netns", [True, False], ids=["netns", "killpg-only"])
 def test_descendants_sleeping_past_the_limit_are_killed(pid_dir, spawn, count, netns, monkeypatch):
-    if not netns:  # the process-group kill alone, as on machines without network namespaces
+    if not netns:  # the process-group kill alone, as on machines without network or PID namespaces
         monkeypatch.setattr(sandbox, "_unshare", None)
     pidfile = os.path.join(pid_dir, "pids")
-    r = evaluate(f"import os, subprocess, sys, time\ndef run_packing():\n    fh = open({pidfile!r}, 'w')\n"
-                 f"    {spawn}\n    fh.close()\n    time.sleep(60)\n", timeout=2)
+    r = evaluate(f"import os, subprocess, sys, time\ndef run_packing():\n"
+                 f"    fd = os.open({pidfile!r}, os.O_WRONLY | os.O_CREAT | os.O_APPEND)\n"
+                 f"    {spawn}\n    time.sleep(60)\n", timeout=2)
     assert r.status == "timeout" and r.reward == 0.0
     pids = pids_in(pidfile)
     deadline = time.monotonic() + 2  # SIGKILLed processes take a moment to die
@@ -202,7 +211,7 @@ def test_grandchild_that_leaves_the_process_group_is_killed(pid_dir):
     r = evaluate(program(f"""
         import os, subprocess, sys, time
         def run_packing():
-            subprocess.Popen([sys.executable, "-c", "import os, time; open({pidfile!r}, 'w').write(str(os.getpid())); "
+            subprocess.Popen([sys.executable, "-c", "import os, time; open({pidfile!r}, 'w').write(os.readlink('/proc/self')); "
                               "time.sleep(60)"], start_new_session=True)
             while not os.path.exists({pidfile!r}):
                 time.sleep(0.01)
@@ -360,11 +369,11 @@ def attempt(action):
     try:
         action()
         return True
-    except PermissionError:
+    except OSError:  # PermissionError; ProcessLookupError inside a PID namespace
         return False
 def run_packing():
     out = {{"uid": os.getuid(), "write": attempt(lambda: open({locked!r} + "/x", "w")),
-           "signal": attempt(lambda: os.kill(os.getppid(), 0)), "own_dir": attempt(lambda: open("f", "w"))}}
+           "signal": attempt(lambda: os.kill({os.getpid()}, 0)), "own_dir": attempt(lambda: open("f", "w"))}}
     out["forks"] = 0
     try:
         for out["forks"] in range(1000):
@@ -445,3 +454,63 @@ def test_writing_or_reading_outside_its_directory_is_refused(tmp_path):
     assert result.value == {"write_outside": "EROFS", "write_repo": "EROFS", "read_heldout": "ENOENT",
                             "write_own_dir": "done", "remount_rw": "EPERM"}
     assert not (outside / "x.txt").exists() and open(repo_file).read() == before
+
+
+SIGNALLER = '''
+import errno, json, os, signal, sys
+sys.path.insert(0, {root!r})
+from rewards import run_program
+
+PROGRAM = """
+import errno, os, signal
+
+
+def attempt(fn):
+    try:
+        fn()
+        return "done"
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, str(exc.errno))
+
+
+def run_packing():
+    out = {{"pid": os.getpid(), "ppid": os.getppid()}}
+    out["kill_evaluator"] = attempt(lambda: os.kill(%d, signal.SIGKILL))
+    out["kill_parent"] = attempt(lambda: os.kill(os.getppid(), signal.SIGKILL))
+    if os.getpid() == 2:  # only inside a namespace of its own: outside this would hit every root process
+        out["kill_everything"] = attempt(lambda: os.kill(-1, signal.SIGKILL))
+    return out
+""" % os.getpid()
+
+result = run_program(PROGRAM, "run_packing", 5.0, 1024)
+print(json.dumps({{"status": result.status, "value": result.value, "error": result.error}}))
+'''
+
+
+def test_a_program_cannot_signal_the_trainer():
+    """A uid-0 program keeps the right to signal uid-0 processes (no capability is needed for the
+    same uid), so without a PID namespace `os.kill(trainer_pid, SIGKILL)` ends the run. Inside its
+    own namespace no pid names anything outside. The evaluator here is a throwaway process, so a
+    regression kills it, not pytest."""
+    if os.geteuid() != 0:
+        pytest.skip("the PID namespace needs root; an unprivileged program runs as the trainer's uid")
+    assert isolation().processes
+    script = os.path.join(tempfile.mkdtemp(), "evaluator.py")  # in the fixture's private root
+    with open(script, "w") as fh:
+        fh.write(SIGNALLER.format(root=os.path.dirname(os.path.dirname(sandbox.RUNNER))))
+    out = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, f"the evaluating process died ({out.returncode}): {out.stderr[-500:]}"
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["status"] == "ok", report
+    value = report["value"]
+    # It is PID 2 under a reaper init (PID 1) that ignores signals from inside its namespace;
+    # the evaluator's pid names nothing there, and kill(-1) finds no one else to hit.
+    assert value == {"pid": 2, "ppid": 1, "kill_evaluator": "ESRCH", "kill_parent": "done", "kill_everything": "ESRCH"}
+
+
+def test_exit_codes_and_signals_reach_the_sandbox_through_the_namespace():
+    """The runner outside the namespace mirrors the program's wait status exactly."""
+    code = run_program("import os\ndef run():\n    os._exit(7)\n", "run", LIMIT, 1024)
+    assert (code.status, code.returncode) == ("crash", 7)
+    killed = run_program("import os, signal\ndef run():\n    os.kill(os.getpid(), signal.SIGKILL)\n", "run", LIMIT, 1024)
+    assert (killed.status, killed.returncode) == ("crash", -9)
