@@ -150,6 +150,8 @@ def main() -> None:
     sys.argv = [program]  # the program sees a plain argv
     if sys.path and sys.path[0] == __file__.rsplit("/", 1)[0]:
         del sys.path[0]  # the rewards/ folder is not the program's business
+    # Its own folder instead: "spawn" multiprocessing workers unpickle its functions as program.<name>.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(program)))
     out = run(program, entry, harness)
     try:
         text = _dumps(out, allow_nan=True)

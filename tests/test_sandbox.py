@@ -514,3 +514,22 @@ def test_exit_codes_and_signals_reach_the_sandbox_through_the_namespace():
     assert (code.status, code.returncode) == ("crash", 7)
     killed = run_program("import os, signal\ndef run():\n    os.kill(os.getpid(), signal.SIGKILL)\n", "run", LIMIT, 1024)
     assert (killed.status, killed.returncode) == ("crash", -9)
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_a_program_may_use_a_process_pool(context):
+    """Legitimate parallel programs still work inside the namespaces: fork workers, and spawn workers
+    that re-import the program by name (its folder is on their path)."""
+    code = program(f"""
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        def scale(s):
+            return grid(s)
+
+        def run_packing():
+            with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context({context!r})) as pool:
+                return list(pool.map(scale, [0.5, 1.0]))[1]
+    """)
+    r = evaluate(code, timeout=30)
+    assert r.status == "ok" and r.reward == pytest.approx(GRID_SUM), r.feedback
