@@ -411,16 +411,20 @@ def test_timing_note_is_stable_for_fast_programs_and_exact_for_slow_ones():
     assert timing_note(12.34, 20) == "(ran in 12.3 s of the 20 s time limit)"
 
 
-OUTSIDE = '''
-import ctypes, errno, os
+ATTEMPT = '''
+import errno
 
 
 def attempt(fn):
+    """"done", or the name of the errno the action failed with."""
     try:
         fn()
         return "done"
     except OSError as exc:
         return errno.errorcode.get(exc.errno, str(exc.errno))
+'''
+OUTSIDE = ATTEMPT + '''
+import ctypes, os
 
 
 def run_packing():
@@ -456,35 +460,28 @@ def test_writing_or_reading_outside_its_directory_is_refused(tmp_path):
     assert not (outside / "x.txt").exists() and open(repo_file).read() == before
 
 
-SIGNALLER = '''
-import errno, json, os, signal, sys
-sys.path.insert(0, {root!r})
-from rewards import run_program
-
-PROGRAM = """
-import errno, os, signal
-
-
-def attempt(fn):
-    try:
-        fn()
-        return "done"
-    except OSError as exc:
-        return errno.errorcode.get(exc.errno, str(exc.errno))
+SIGNALS = ATTEMPT + '''
+import os, signal
 
 
 def run_packing():
-    out = {{"pid": os.getpid(), "ppid": os.getppid()}}
-    out["kill_evaluator"] = attempt(lambda: os.kill(%d, signal.SIGKILL))
+    out = {"pid": os.getpid(), "ppid": os.getppid()}
+    out["kill_evaluator"] = attempt(lambda: os.kill(EVALUATOR_PID, signal.SIGKILL))
     out["kill_parent"] = attempt(lambda: os.kill(os.getppid(), signal.SIGKILL))
     if os.getpid() == 2:  # only inside a namespace of its own: outside this would hit every root process
         out["kill_everything"] = attempt(lambda: os.kill(-1, signal.SIGKILL))
     return out
-""" % os.getpid()
-
-result = run_program(PROGRAM, "run_packing", 5.0, 1024)
-print(json.dumps({{"status": result.status, "value": result.value, "error": result.error}}))
 '''
+# A throwaway "trainer": evaluates argv[2] (with its own pid filled in) and prints the result as JSON.
+EVALUATOR = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+from rewards import run_program
+
+code = open(sys.argv[2]).read().replace("EVALUATOR_PID", str(os.getpid()))
+result = run_program(code, "run_packing", 5.0, 1024)
+print(json.dumps({"status": result.status, "value": result.value, "error": result.error}))
+"""
 
 
 def test_a_program_cannot_signal_the_trainer():
@@ -495,10 +492,11 @@ def test_a_program_cannot_signal_the_trainer():
     if os.geteuid() != 0:
         pytest.skip("the PID namespace needs root; an unprivileged program runs as the trainer's uid")
     assert isolation().processes
-    script = os.path.join(tempfile.mkdtemp(), "evaluator.py")  # in the fixture's private root
-    with open(script, "w") as fh:
-        fh.write(SIGNALLER.format(root=os.path.dirname(os.path.dirname(sandbox.RUNNER))))
-    out = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=60)
+    path = os.path.join(tempfile.mkdtemp(), "signals.py")  # in the fixture's private root
+    with open(path, "w") as fh:
+        fh.write(SIGNALS)
+    root = os.path.dirname(os.path.dirname(sandbox.RUNNER))
+    out = subprocess.run([sys.executable, "-c", EVALUATOR, root, path], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, f"the evaluating process died ({out.returncode}): {out.stderr[-500:]}"
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["status"] == "ok", report
