@@ -5,7 +5,9 @@ stays with the verifier in the parent.
 
 Why: where the child cannot be run as an unprivileged user (the venv's Python sits where
 ``nobody`` cannot read it), it runs as root, and only a mount namespace keeps it from writing
-the trainer's run directory, checkpoints or code. Needs CAP_SYS_ADMIN; where the kernel refuses,
+the trainer's run directory, checkpoints or code; an ordinary user gets the same jail inside a
+user namespace of the child's own. Needs CAP_SYS_ADMIN (root, or over that user namespace);
+where the kernel refuses,
 ``enter`` returns False and the child runs with the uid's permissions as its only fence
 (``rewards.sandbox.isolation()`` reports which). Inside, the child keeps uid 0 but no
 capabilities, so it can neither undo the mounts nor override file permissions.
@@ -65,10 +67,12 @@ class Plan:
     last_cap: int
 
 
-def plan(workdir: str, hide: tuple[str, ...] = (), writable: tuple[str, ...] = ()) -> Plan | None:
+def plan(workdir: str, hide: tuple[str, ...] = (), writable: tuple[str, ...] = (), userns: bool = False) -> Plan | None:
     """The jail for one child, or None where this machine cannot build one (not root, no syscall).
-    ``writable``: directories besides the workdir the child may write (a shared results folder)."""
-    if _libc is None or SYS_MOUNT_SETATTR is None or os.geteuid() != 0:
+    ``writable``: directories besides the workdir the child may write (a shared results folder).
+    ``userns``: the child enters its own user namespace first, which gives a non-root evaluator
+    the capabilities (over that namespace's mounts only) to build the jail."""
+    if _libc is None or SYS_MOUNT_SETATTR is None or (os.geteuid() != 0 and not userns):
         return None
     mounts = tuple(p.encode() for p in ("/dev", "/dev/shm") if os.path.ismount(p))
     hidden = tuple(os.fsencode(os.path.realpath(p)) for p in hide if os.path.isdir(p))
@@ -92,7 +96,9 @@ def enter(p: Plan) -> bool:
         return False
     for path in (*p.bound, *p.writable):  # a bind remount without MS_RDONLY makes that one mount writable
         flags = MS_NOSUID | MS_NOEXEC if path == b"/dev" else MS_NOSUID | MS_NODEV  # /dev keeps its device nodes
-        _mount(None, path, None, MS_REMOUNT | MS_BIND | flags, None)
+        if _mount(None, path, None, MS_REMOUNT | MS_BIND | flags, None) != 0:
+            # In a user namespace the flags the mount had are locked on: keep noexec/nodev if it had them.
+            _mount(None, path, None, MS_REMOUNT | MS_BIND | flags | MS_NOEXEC | MS_NODEV, None)
     os.chdir(p.workdir)  # the old cwd is the directory on the read-only mount underneath
     # A root program could simply remount / read-write. Empty the capability bounding set: at
     # exec, uid 0 gets only what the bounding set still holds, i.e. nothing (no CAP_SYS_ADMIN to

@@ -3,16 +3,19 @@
 Layers (``isolation()`` reports which ones this machine allows):
 * its own session and process group; at the end, timeout or not, the group gets SIGKILL, and so
   does every process left in the child's network namespace (grandchildren that left the group);
-* a fresh network namespace via ``unshare(CLONE_NEWNET)`` (needs root/CAP_SYS_ADMIN): only a
-  loopback that is down. Where unshare is refused the child silently keeps the host network;
+* not root: a user namespace of its own first (same uid and gid inside), which gives the child the
+  capabilities, over its own namespaces only, to create the network, PID and mount namespaces
+  below; where the kernel refuses unprivileged user namespaces, the probe turns this off;
+* a fresh network namespace via ``unshare(CLONE_NEWNET)``: only a loopback that is down. Where
+  unshare is refused the child silently keeps the host network;
 * as root, the program runs as ``nobody`` if that account can run this Python with numpy: it
   then cannot write outside its directory and /tmp, signal the trainer or touch runs/, and
   RLIMIT_NPROC applies (the kernel ignores it for root, so a root child does not get it);
-* as root, a private mount namespace (``rewards.fs_jail``): every mount read-only except the
+* a private mount namespace (``rewards.fs_jail``): every mount read-only except the
   program's directory and /dev, the repository's tasks/ hidden under an empty tmpfs (held-out
   data), and the capability bounding set emptied, so even a uid-0 child cannot remount, override
-  permissions or write the trainer's files. Not root: no jail, the uid's permissions apply;
-* a fresh PID namespace via ``unshare(CLONE_NEWPID)`` (root): the runner forks a reaping init
+  permissions or write the trainer's files. Refused: the uid's permissions apply;
+* a fresh PID namespace via ``unshare(CLONE_NEWPID)``: the runner forks a reaping init
   (PID 1) and the program runs as PID 2 (``child_runner.enter_pid_namespace``), so no pid it can
   name is outside (a uid-0 program needs no capability to kill a uid-0 trainer), and the kernel
   kills everything left inside when it ends. Refused: the program shares the host's pids;
@@ -24,9 +27,9 @@ Layers (``isolation()`` reports which ones this machine allows):
   PYTHONHASHSEED (the environment holds nothing else for ``-E`` to ignore);
 * output read incrementally, keeping the last 4 KB; the result file read with an 8 MB cap.
 Not covered: disk use inside the directory beyond RLIMIT_FSIZE per file (no quota); /proc is the
-host's, so a uid-0 program can read (not write: the mount is read-only) other root processes'
-/proc entries, their environment included; and without root (no namespaces, no jail, no user
-switch) the program can touch, and signal, whatever the evaluator's uid can.
+host's, so a program can read (not write: the mount is read-only) the /proc entries of processes
+of its own uid, their environment included; and where no namespace can be created (not root and
+no unprivileged user namespaces) the program can touch, and signal, whatever the evaluator's uid can.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ from rewards import fs_jail
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_runner.py")
 TASKS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tasks")  # hidden from programs
-CLONE_NEWNET, CLONE_NEWPID = 0x40000000, 0x20000000
+CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWUSER = 0x40000000, 0x20000000, 0x10000000
 MAX_RESULT_BYTES = 8 << 20
 MAX_FILE_BYTES = 16 << 20
 OUTPUT_TAIL_BYTES = 4096
@@ -100,6 +103,7 @@ _PROBE = "import os\nimport numpy\ntry:\n    import scipy\nexcept ImportError:\n
          "'own_pids': os.getpid() == 2 and os.getppid() == 1}\n"
 _probe_lock = threading.Lock()
 _isolation: Isolation | None = None
+_userns_allowed = True  # not root: give each child a user namespace; off when the probe shows it fails
 
 
 def isolation() -> Isolation:
@@ -112,13 +116,24 @@ def isolation() -> Isolation:
 
 
 def _probe() -> Isolation:
+    global _userns_allowed
     base = _run(_PROBE, "probe", 60.0, 2048, None)
+    if base.status != "ok" and os.geteuid() != 0 and _userns_allowed:
+        _userns_allowed = False
+        plain = _run(_PROBE, "probe", 60.0, 2048, None)
+        if plain.status == "ok":  # the user namespace was what failed
+            log.warning("sandbox: a user namespace per program fails here (%s: %s); programs run without one",
+                        base.status, base.error[:200])
+            base = plain
+        else:  # something else is wrong (no numpy...): say that, keep the namespace
+            _userns_allowed = True
     ids = _unprivileged_ids()
     jailed = base.status == "ok" and bool(base.value.get("read_only_root"))
     pids = base.status == "ok" and bool(base.value.get("own_pids"))
     if base.status != "ok" or ids is None:
         note = f"probe failed: {base.status}: {base.error}" if base.status != "ok" else \
-            "not root: programs run as the evaluator's uid" if os.geteuid() else f"no {SANDBOX_USER} account: programs run as root"
+            ("not root: programs run as the evaluator's uid" + (" in a user namespace of their own" if _userns_allowed else "")) \
+            if os.geteuid() else f"no {SANDBOX_USER} account: programs run as root"
         return Isolation(base.net_isolated, None, note[:300], jailed, pids)
     dropped = _run(_PROBE, "probe", 60.0, 2048, ids)
     if dropped.status == "ok" and dropped.value == base.value:
@@ -178,9 +193,15 @@ def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, work
         if cur_hard != resource.RLIM_INFINITY:
             soft, hard = min(soft, cur_hard), min(hard, cur_hard)
         limits.append((res, (soft, hard)))
-    jail = fs_jail.plan(workdir, hide=(TASKS_DIR,))
+    userns = _userns_maps() if os.geteuid() != 0 and _unshare is not None and _userns_allowed else None
+    jail = fs_jail.plan(workdir, hide=(TASKS_DIR,), userns=userns is not None)
 
     def apply() -> None:
+        if userns is not None and _unshare(CLONE_NEWUSER) == 0:
+            for path, data in userns:  # same uid and gid inside; no exec of anything privileged
+                fd = os.open(path, os.O_WRONLY)
+                os.write(fd, data)
+                os.close(fd)
         if _unshare is not None:
             _unshare(CLONE_NEWNET)  # -1 when refused: then the child keeps the host network
             _unshare(CLONE_NEWPID)  # for the runner's children (child_runner.enter_pid_namespace); -1: none
@@ -196,6 +217,15 @@ def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, work
             resource.setrlimit(res, value)
 
     return apply
+
+
+def _userns_maps() -> tuple[tuple[str, bytes], ...]:
+    """What the child writes after unshare(CLONE_NEWUSER): its own uid and gid, mapped to themselves.
+    It then holds every capability over its new namespaces (which is what lets a non-root evaluator
+    unshare the network, the pids and the mounts), and loses them at exec, as any non-zero uid does."""
+    uid, gid = os.geteuid(), os.getegid()
+    return (("/proc/self/setgroups", b"deny"), ("/proc/self/uid_map", f"{uid} {uid} 1".encode()),
+            ("/proc/self/gid_map", f"{gid} {gid} 1".encode()))
 
 
 def _run(code: str, entry: str, timeout_s: float, memory_mb: int, ids: tuple[int, int] | None,

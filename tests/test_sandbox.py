@@ -66,8 +66,9 @@ def processes_mentioning(text: str) -> list[int]:
 
 
 @pytest.fixture(autouse=True)
-def nothing_left_behind(monkeypatch):
+def nothing_left_behind(monkeypatch, tmp_path_factory):
     """Sandboxes of this test get a private temp root, so other users of /tmp cannot confuse the check."""
+    tmp_path_factory.getbasetemp()  # settle pytest's own temp root first, or it would land in ours and go with it
     root = tempfile.mkdtemp(prefix="helix-test-root-")
     os.chmod(root, 0o755)
     monkeypatch.setattr(tempfile, "tempdir", root)
@@ -88,7 +89,8 @@ def pid_dir(monkeypatch):
     path = tempfile.mkdtemp(prefix="helix-test-", dir="/tmp")
     os.chmod(path, 0o777)
     plan = sandbox.fs_jail.plan
-    monkeypatch.setattr(sandbox.fs_jail, "plan", lambda workdir, hide=(), writable=(): plan(workdir, hide, (*writable, path)))
+    monkeypatch.setattr(sandbox.fs_jail, "plan",
+                        lambda workdir, hide=(), writable=(), userns=False: plan(workdir, hide, (*writable, path), userns))
     yield path
     shutil.rmtree(path, ignore_errors=True)
 
@@ -531,3 +533,59 @@ def test_a_program_may_use_a_process_pool(context):
     """)
     r = evaluate(code, timeout=30)
     assert r.status == "ok" and r.reward == pytest.approx(GRID_SUM), r.feedback
+
+
+UNPRIVILEGED = ATTEMPT + '''
+import os, signal, socket
+
+
+def run():
+    out = {"uid": os.getuid(), "pid": os.getpid()}
+    out["write_outside"] = attempt(lambda: open(OUTSIDE_DIR + "/x", "w").write("pwned"))
+    out["read_heldout"] = attempt(lambda: open(HELDOUT, "rb").read())
+    out["write_own_dir"] = attempt(lambda: open("mine.txt", "w").write("ok"))
+    out["kill_evaluator"] = attempt(lambda: os.kill(EVALUATOR_PID, signal.SIGKILL))
+    out["connect"] = attempt(lambda: socket.create_connection(("127.0.0.1", 9), timeout=1))
+    return out
+'''
+UNPRIVILEGED_EVALUATOR = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+from rewards import run_program
+
+code = open(sys.argv[2]).read().replace("EVALUATOR_PID", str(os.getpid()))
+result = run_program(code.replace("OUTSIDE_DIR", repr(sys.argv[3])).replace("HELDOUT", repr(sys.argv[4])), "run", 10.0, 512)
+print(json.dumps({"status": result.status, "value": result.value, "error": result.error}))
+"""
+
+
+def test_an_unprivileged_evaluator_gets_every_namespace_through_a_user_namespace():
+    """Most GPU nodes run the trainer as an ordinary user. A user namespace per program gives it the
+    same fences as root gets: its own network, pids and read-only mounts. As root, the evaluator is
+    run as `nobody` with the system Python (numpy is not needed); otherwise as this user."""
+    root = os.path.dirname(os.path.dirname(sandbox.RUNNER))
+    if os.geteuid() == 0:
+        if not (shutil.which("runuser") and os.path.exists("/usr/bin/python3")):
+            pytest.skip("needs runuser and a system python to act as an unprivileged evaluator")
+        prefix, uid = ["runuser", "-u", sandbox.SANDBOX_USER, "--", "/usr/bin/python3"], pwd.getpwnam(sandbox.SANDBOX_USER).pw_uid
+    else:
+        if not isolation().processes:
+            pytest.skip("this kernel refuses unprivileged user namespaces: programs share the evaluator's namespaces")
+        prefix, uid = [sys.executable], os.getuid()
+    private = tempfile.mkdtemp()  # in the fixture's private root
+    os.chmod(private, 0o755)
+    outside = tempfile.mkdtemp(dir=private)
+    os.chmod(outside, 0o777)  # writable by anyone: only the read-only mounts can refuse the write
+    path = os.path.join(private, "program.py")
+    with open(path, "w") as fh:
+        fh.write(UNPRIVILEGED)
+    os.chmod(path, 0o644)
+    heldout = os.path.join(sandbox.TASKS_DIR, "symreg_chemistry", "heldout.npz")
+    out = subprocess.run([*prefix, "-c", UNPRIVILEGED_EVALUATOR, root, path, outside, heldout],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-800:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["status"] == "ok", report
+    assert report["value"] == {"uid": uid, "pid": 2, "write_outside": "EROFS", "read_heldout": "ENOENT",
+                               "write_own_dir": "done", "kill_evaluator": "ESRCH", "connect": "ENETUNREACH"}
+    assert os.listdir(outside) == []
