@@ -53,10 +53,18 @@ class Completion:
     logprobs: list[float] | None = None  # per token of token_ids: log pi at temperature 1, when the engine has them
 
 
+OnBatch = Callable[[int, list[list[Completion]]], None]
+
+
 class Engine(Protocol):
     needs_sync: bool
 
-    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Completion]]: ...
+    def generate(self, prompts: list[list[int]], params: SamplingParams,
+                 on_batch: OnBatch | None = None) -> list[list[Completion]]:
+        """G completions per prompt, in prompt order. ``on_batch(first, groups)``, when given, is
+        called as each batch of prompts is done (batches in order, ``first`` = index of its first
+        prompt), so the caller can start on them while the rest generate (``rollout.batch_size``)."""
+        ...
 
     def sync_weights(self, weights: Weights) -> None: ...
 
@@ -70,6 +78,20 @@ def register_engine(name: str):
         return factory
 
     return wrap
+
+
+def generate_streaming(engine: Engine, prompts: list[list[int]], params: SamplingParams,
+                       on_batch: OnBatch | None) -> list[list[Completion]]:
+    """``engine.generate`` with ``on_batch``; an engine without the hook (a user's own) reports
+    everything as one batch at the end."""
+    if on_batch is None:
+        return engine.generate(prompts, params)
+    if "on_batch" in inspect.signature(engine.generate).parameters:
+        return engine.generate(prompts, params, on_batch=on_batch)
+    groups = engine.generate(prompts, params)
+    if groups:
+        on_batch(0, groups)
+    return groups
 
 
 def parse_stop(text: str) -> tuple[str, ...]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from rollout.engine_api import Completion, SamplingParams, Weights, parse_stop, register_engine, weight_items
+from rollout.engine_api import Completion, OnBatch, SamplingParams, Weights, parse_stop, register_engine, weight_items
 
 
 @register_engine("hf")
@@ -96,7 +96,8 @@ class HFEngine:
             grouped.append(group)
         return grouped
 
-    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Completion]]:
+    def generate(self, prompts: list[list[int]], params: SamplingParams,
+                 on_batch: OnBatch | None = None) -> list[list[Completion]]:
         if not prompts:
             return []
         stop = self.stop if params.stop is None else tuple(params.stop)
@@ -113,7 +114,10 @@ class HFEngine:
         results: list[list[Completion]] = []
         try:
             for batch in batches:
-                results.extend(self._generate_batch(batch, params, stop))
+                groups = self._generate_batch(batch, params, stop)
+                if on_batch is not None:
+                    on_batch(len(results), groups)
+                results.extend(groups)
         finally:
             self.model.train(was_training)
         return results

@@ -22,7 +22,7 @@ import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
-from rollout.engine_api import Completion, SamplingParams, Weights, parse_stop, register_engine
+from rollout.engine_api import Completion, OnBatch, SamplingParams, Weights, parse_stop, register_engine
 
 RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
 
@@ -111,7 +111,13 @@ class OpenAIEngine:
             out.append(Completion(ids, text, choice.get("finish_reason") == "length"))
         return out
 
-    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Completion]]:
+    def generate(self, prompts: list[list[int]], params: SamplingParams,
+                 on_batch: OnBatch | None = None) -> list[list[Completion]]:
         stop = self.stop if params.stop is None else tuple(params.stop)
+        grouped: list[list[Completion]] = []
         with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(prompts)))) as pool:
-            return list(pool.map(lambda item: self._one(item[1], params, item[0], stop), enumerate(prompts)))
+            for group in pool.map(lambda item: self._one(item[1], params, item[0], stop), enumerate(prompts)):
+                if on_batch is not None:  # each prompt is its own request: hand groups on in order as they land
+                    on_batch(len(grouped), [group])
+                grouped.append(group)
+        return grouped

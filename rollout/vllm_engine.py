@@ -17,7 +17,7 @@ import time
 import warnings
 from pathlib import Path
 
-from rollout.engine_api import Completion, SamplingParams, Weights, parse_stop, register_engine, weight_items
+from rollout.engine_api import Completion, OnBatch, SamplingParams, Weights, parse_stop, register_engine, weight_items
 
 _DTYPES = {"float32", "bfloat16", "float16"}
 
@@ -82,7 +82,8 @@ class VLLMEngine:
     def __init__(self, model_dir: str | Path, *, tp: int = 1, dtype: str = "bfloat16", enforce_eager: bool = True,
                  gpu_memory_utilization: float = 0.5, kv_cache_gb: float = 2.0, max_model_len: int = 4096,
                  seed: int = 0, prefix_caching: bool = True, sleep_level: int = 0, workspace: str | Path | None = None,
-                 world: int = 1, stop: tuple[str, ...] = (), seeded: bool = True, progress: bool = False):
+                 world: int = 1, stop: tuple[str, ...] = (), seeded: bool = True, progress: bool = False,
+                 batch_size: int = 0):
         if dtype not in _DTYPES:
             raise ValueError(f"vllm dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
         if tp < 1 or world % tp:
@@ -95,6 +96,7 @@ class VLLMEngine:
 
         check_cpu_head_dim(Path(model_dir))
         self.stop = tuple(stop)
+        self.batch_size = batch_size  # prompts per LLM.generate call; 0: all (vLLM batches best with all)
         self.seeded = seeded
         self.progress = progress
         self.sleep_level = sleep_level
@@ -131,7 +133,8 @@ class VLLMEngine:
                    enforce_eager=r.vllm_enforce_eager, gpu_memory_utilization=r.vllm_gpu_memory_utilization,
                    kv_cache_gb=r.vllm_kv_cache_gb, max_model_len=r.vllm_max_model_len or r.max_prompt_tokens + r.max_new_tokens,
                    seed=cfg.run.seed, prefix_caching=r.vllm_prefix_caching, sleep_level=r.vllm_sleep_level,
-                   workspace=workspace, world=world, stop=parse_stop(r.stop), seeded=r.seeded, progress=progress)
+                   workspace=workspace, world=world, stop=parse_stop(r.stop), seeded=r.seeded, progress=progress,
+                   batch_size=r.batch_size)
 
     def _wake(self, tags: list[str]) -> None:
         if self.sleep_level:
@@ -147,7 +150,8 @@ class VLLMEngine:
                                   max_tokens=params.max_new_tokens, seed=seed, stop=list(stop) or None,
                                   include_stop_str_in_output=True, logprobs=0, skip_special_tokens=True)
 
-    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Completion]]:
+    def generate(self, prompts: list[list[int]], params: SamplingParams,
+                 on_batch: OnBatch | None = None) -> list[list[Completion]]:
         if self.weights_stale:
             raise RuntimeError("rollout.vllm_sleep_level=2 discarded the engine's weights after the last generate and no "
                                "sync_weights came since; level 2 needs a sync every step (use level 1 for EvoOnly)")
@@ -157,10 +161,17 @@ class VLLMEngine:
         if self.prefix_stale:
             self.llm.reset_prefix_cache()
             self.prefix_stale = False
-        requests = [{"prompt_token_ids": list(p)} for p in prompts]
-        outputs = self.llm.generate(requests, [self.sampling_params(params, i) for i in range(len(prompts))],
-                                    use_tqdm=self.progress) if prompts else []
-        grouped = [[_completion(c) for c in out.outputs] for out in outputs]
+        # Each request is seeded by its prompt's index, so batching does not change what is sampled.
+        size = self.batch_size or max(len(prompts), 1)
+        grouped: list[list[Completion]] = []
+        for first in range(0, len(prompts), size):
+            requests = [{"prompt_token_ids": list(p)} for p in prompts[first : first + size]]
+            outputs = self.llm.generate(requests, [self.sampling_params(params, first + i) for i in range(len(requests))],
+                                        use_tqdm=self.progress)
+            groups = [[_completion(c) for c in out.outputs] for out in outputs]
+            if on_batch is not None:
+                on_batch(first, groups)
+            grouped.extend(groups)
         if self.sleep_level:
             self.llm.sleep(level=self.sleep_level)
             self.asleep = True

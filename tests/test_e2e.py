@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -86,15 +87,53 @@ class ScriptedEngine(HFEngine):
         return out
 
 
+class OverlappingScriptedEngine(ScriptedEngine):
+    """The scripted answers one prompt at a time, handed over as each is done. Before the second
+    prompt it waits (up to 30 s) for the evaluator to start on the first: the overlap, observed."""
+
+    evaluating = threading.Event()
+    overlapped: list = []
+
+    def generate(self, prompts, params, on_batch=None):
+        out = []
+        for i, prompt in enumerate(prompts):
+            if i:
+                OverlappingScriptedEngine.overlapped.append(self.evaluating.wait(30))
+            group = super().generate([prompt], params)
+            if on_batch is not None:
+                on_batch(i, group)
+            out += group
+        return out
+
+
 @pytest.mark.slow
-def test_children_are_evaluated_and_kept_with_lineage(tmp_path):
+@pytest.mark.parametrize("overlap", [False, True], ids=["after-generation", "overlapped"])
+def test_children_are_evaluated_and_kept_with_lineage(tmp_path, overlap, monkeypatch):
+    """Also with rollout.batch_size=1: the first prompt's children are evaluated while the second
+    prompt generates, and the archive ends up the same, in the same order."""
+    import train.children
     from population.archive import Archive
 
+    extra = []
     ENGINES["scripted"] = ScriptedEngine
+    if overlap:
+        ENGINES["scripted"] = OverlappingScriptedEngine
+        OverlappingScriptedEngine.evaluating.clear()
+        OverlappingScriptedEngine.overlapped.clear()
+        evaluate = train.children.evaluate_children
+
+        def noted(*args, **kwargs):
+            OverlappingScriptedEngine.evaluating.set()
+            return evaluate(*args, **kwargs)
+
+        monkeypatch.setattr(train.children, "evaluate_children", noted)
+        extra = ["rollout.batch_size=1"]
     try:
-        run = run_helix(tmp_path, "rollout.engine=scripted", "rollout.group_size=4", "trainer.epochs=1")
+        run = run_helix(tmp_path, "rollout.engine=scripted", "rollout.group_size=4", "trainer.epochs=1", *extra)
     finally:
         del ENGINES["scripted"]
+    if overlap:
+        assert OverlappingScriptedEngine.overlapped == [True]
     with Archive(run / "archive.sqlite") as arch:
         ids = [int(i) for i in arch.all_ids()]
         root = arch.get(ids[0])
@@ -114,6 +153,7 @@ def test_children_are_evaluated_and_kept_with_lineage(tmp_path):
     row = metrics(run)[0]
     assert row["valid_frac"] == pytest.approx(0.25) and row["edit_fail_frac"] == pytest.approx(0.5)
     assert row["zero_std_frac"] == 0.0  # each group mixes rewards, so GRPO has signal
+    assert row["eval_busy_s"] > 0 and row["evals_per_s"] == pytest.approx(4 / row["eval_busy_s"])
 
 
 class SyncingScriptedEngine(ScriptedEngine):

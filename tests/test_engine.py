@@ -33,3 +33,32 @@ def test_unknown_engine_lists_registered():
     with pytest.raises(ValueError, match="registered"):
         build_engine("nope")
     assert "hf" in ENGINES
+
+
+def test_hf_engine_hands_over_each_batch_as_it_finishes(tiny_model, tokenizer):
+    """on_batch gets every batch once, in order, with its first prompt's index; what it got is what
+    generate returns, and the same as without the hook."""
+    from rollout.engines import HFEngine
+
+    engine = HFEngine(tiny_model, tokenizer, batch_size=2)
+    prompts = [tokenizer(f"prompt number {i}")["input_ids"] for i in range(5)]
+    params = SamplingParams(n=2, max_new_tokens=6, seed=3)
+    seen = []
+    out = engine.generate(prompts, params, on_batch=lambda first, groups: seen.append((first, groups)))
+    assert [(first, len(groups)) for first, groups in seen] == [(0, 2), (2, 2), (4, 1)]
+    assert [g for _, groups in seen for g in groups] == out
+    assert engine.generate(prompts, params) == out
+
+
+def test_generate_streaming_reports_one_batch_for_an_engine_without_the_hook(tiny_model, tokenizer):
+    from rollout.engines import generate_streaming
+
+    class Plain:
+        needs_sync = False
+
+        def generate(self, prompts, params):
+            return [[f"completion of {p}"] for p in prompts]
+
+    seen = []
+    out = generate_streaming(Plain(), [[1], [2]], SamplingParams(n=1), lambda first, groups: seen.append((first, groups)))
+    assert seen == [(0, out)] and len(out) == 2

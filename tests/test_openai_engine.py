@@ -79,8 +79,10 @@ def test_requests_carry_the_sampling_settings_and_choices_are_grouped(server, to
     server.texts, server.finish = ["short answer", "a longer answer cut"], ["stop", "length"]
     prompts = [tokenizer("first prompt")["input_ids"], tokenizer("second prompt")["input_ids"]]
     params = SamplingParams(n=3, temperature=0.7, top_p=0.9, max_new_tokens=20, seed=5, stop=("</answer>",))
-    out = engine(server, tokenizer, api_key="sk-test").generate(prompts, params)
+    seen = []
+    out = engine(server, tokenizer, api_key="sk-test").generate(prompts, params, on_batch=lambda i, g: seen.append((i, g)))
     assert [len(g) for g in out] == [3, 3]
+    assert seen == [(0, [out[0]]), (1, [out[1]])]  # each prompt handed over in order as it lands
     # Choices come back reversed from the stub and are put in index order.
     assert [c.text for c in out[0]] == ["short answer", "a longer answer cut", "short answer"]
     assert [c.truncated for c in out[0]] == [False, True, False]

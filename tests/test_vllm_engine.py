@@ -55,6 +55,7 @@ def test_vllm_logprobs_match_the_trainer_before_and_after_a_weight_sync(model_di
         print(json.dumps(r))
         assert r["world"] == ranks and r["needs_sync"] is True
         assert r["groups"] == [3, 3] and r["same_seed_same_tokens"] and r["logprobs_lengths_ok"]
+        assert r["batches"] == [[0, 1], [1, 1]] and r["batched_same_tokens"]  # rollout.batch_size=1
         for length, truncated, last in zip(r["lengths"], r["truncated"], r["last_tokens"]):
             assert 1 <= length <= 12
             assert truncated == (length == 12 and last != r["eos_id"])

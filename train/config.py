@@ -50,7 +50,9 @@ class RolloutConfig:
     max_new_tokens: int = 1024
     max_prompt_tokens: int = 4096
     n_ancestors: int = 2  # n-1 in eq. 5: ancestors shown besides the parent
-    batch_size: int = 0  # prompts per generate call; 0: all of this rank's prompts at once
+    # Prompts per generate call; 0: all of this rank's prompts at once. > 0: rank 0 evaluates each
+    # finished batch's children while the next batch generates (sandbox CPU under generation GPU).
+    batch_size: int = 0
     stop: str = ""  # stop strings separated by "|", e.g. "</answer>"; the stop string is kept in the completion
     seeded: bool = True  # sampling seeded per (run.seed, epoch, rank): identical runs sample identically
     # vllm engine (rollout.engine: vllm): one in-process LLM per rank, colocated with the trainer.

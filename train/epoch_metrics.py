@@ -51,7 +51,8 @@ def epoch_metrics(epoch: int, rows: list[dict], is_program: list[bool], completi
         completion_len_mean=float(lengths.mean()), completion_len_max=int(lengths.max()),
         truncated_frac=float(np.mean(truncated)), gen_tokens=gen_tokens,
         gen_tokens_per_s=gen_tokens / max(times.get("gen_time_s", 0.0), 1e-9),
-        evals_per_s=n_programs / times["eval_time_s"] if times.get("eval_time_s") else None,
+        # eval_busy_s: all evaluation time, part of it maybe hidden under generation (rollout.batch_size)
+        evals_per_s=n_programs / evaluating if (evaluating := times.get("eval_busy_s") or times.get("eval_time_s")) else None,
     )
     m.update(train)
     m.update({k: v for k, v in times.items()})

@@ -138,29 +138,3 @@ class Evolution:
         self.pop_tags = [int(t) for t in tags]
         self.archive.set_population(epoch, self.pop_ids, self.pop_tags, diversity[chosen].tolist())
         return diversity, chosen
-
-
-def evaluate_children(evo: Evolution, jobs: list, outputs: list[list[tuple]], epoch: int, progress: bool):
-    """Apply each completion's edits to its parent and evaluate the programs in the sandbox."""
-    from rollout.edits import EditError, child_program
-
-    rows, is_program, codes, where = [], [], [], []
-    for job, group in zip(jobs, outputs):
-        for g, (_, text, _) in enumerate(group):
-            row = dict(parent_id=job.parent_id, epoch=epoch, prompt_id=f"e{epoch}-p{job.index}-g{g}", completion=text)
-            try:
-                code = child_program(job.parent_code, text, evo.task.entry_function)
-            except EditError as err:
-                row.update(code=job.parent_code, reward=0.0, valid=False, feedback=f"Edit not applied: {err}",
-                           metrics={"edit_failed": 1.0}, eval_time_s=0.0)
-                is_program.append(False)
-            else:
-                row["code"] = code
-                codes.append(code)
-                where.append(len(rows))
-                is_program.append(True)
-            rows.append(row)
-    for i, result in zip(where, evo.evaluator.evaluate_many(codes, progress=progress)):
-        rows[i].update(reward=result.reward, valid=result.valid, feedback=result.feedback,
-                       metrics=dict(result.metrics, status_ok=float(result.status == "ok")), eval_time_s=result.eval_time_s)
-    return rows, is_program

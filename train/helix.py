@@ -66,6 +66,11 @@ def _progress(iterable, enabled: bool, **kw):
     return tqdm(iterable, **kw)
 
 
+def plain(groups: list) -> list[list[tuple]]:
+    """Completions as (token_ids, text, truncated): what crosses ranks and reaches the evaluator."""
+    return [[(c.token_ids, c.text, c.truncated) for c in group] for group in groups]
+
+
 def _seed_everything(seed: int) -> None:
     import random
 
@@ -76,14 +81,15 @@ def _seed_everything(seed: int) -> None:
 
 def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None = None) -> Path | None:
     """The whole run; ``resume`` is a checkpoint directory to continue from."""
-    from rollout.engines import SamplingParams, build_engine
+    from rollout.engines import SamplingParams, build_engine, generate_streaming
     from rollout.prompts import PromptBuilder
     from tasks import load_task
     from train.learner import Learner, Sample
     from train.models import load_policy
     from train.checkpoint import load_checkpoint, save_checkpoint
     from train.epoch_metrics import epoch_metrics
-    from train.evolution import Evolution, evaluate_children
+    from train.children import BackgroundEvaluation
+    from train.evolution import Evolution
     from train.run_dir import RunDir, table_header, table_row
 
     _seed_everything(cfg.run.seed)
@@ -148,20 +154,28 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
         # An engine sampling from the trainer's own module (hf) does so with the layers held unsharded
         # under fsdp2/deepspeed (no per-forward collectives); vllm has its own copy of the weights.
         on_module = learner is not None and getattr(engine, "shares_trainer_module", False)
+        # 4a. rank 0 evaluates its own finished batches of prompts while the rest generate
+        # (rollout.batch_size > 0; its prompts are the first ones: shards are contiguous).
+        evaluation = BackgroundEvaluation(evo, jobs, epoch) if info.is_main else None
+        on_batch = None
+        if evaluation is not None and cfg.rollout.batch_size:
+            on_batch = lambda first, groups: evaluation.submit(first, plain(groups))  # noqa: E731
         with learner.generation_context() if on_module else contextlib.nullcontext():
-            completions = engine.generate([j.token_ids for j in mine], params)
-        local = [[(c.token_ids, c.text, c.truncated) for c in group] for group in completions]
+            completions = generate_streaming(engine, [j.token_ids for j in mine], params, on_batch)
         gen_time = time.perf_counter() - t_gen
-        gathered = gather((local, gen_time), info)
+        gathered = gather((plain(completions), gen_time), info)
 
-        # 4. apply edits, evaluate in the sandbox (rank 0), share the trusted rewards
+        # 4b. apply the rest of the edits, evaluate in the sandbox (rank 0), share the trusted rewards
         rewards = None
         if info.is_main:
             outputs = [group for part, _ in gathered for group in part]
             gen_time = max(t for _, t in gathered)
             t_eval = time.perf_counter()
-            rows, is_program = evaluate_children(evo, jobs, outputs, epoch, progress)
-            eval_time = time.perf_counter() - t_eval
+            done = len(mine) if on_batch is not None else 0
+            if done < len(outputs):
+                evaluation.submit(done, outputs[done:], progress)
+            rows, is_program = evaluation.result()
+            eval_time = time.perf_counter() - t_eval  # what generation did not hide
             rewards = [[rows[j * G + g]["reward"] for g in range(G)] for j in range(len(jobs))]
         rewards = broadcast(rewards, info)
 
@@ -197,7 +211,7 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
 
         if info.is_main:
             times = dict(gen_time_s=gen_time, eval_time_s=eval_time, train_time_s=train_metrics.pop("train_time_s", 0.0),
-                         weight_sync_time_s=sync_time,
+                         weight_sync_time_s=sync_time, eval_busy_s=evaluation.busy_s,
                          embed_select_time_s=select_time, checkpoint_time_s=ckpt_time, epoch_time_s=time.perf_counter() - t0)
             metrics = epoch_metrics(
                 epoch, rows, is_program, [len(c[0]) for group in outputs for c in group],

@@ -55,6 +55,13 @@ def main() -> None:
     again = engine.generate(prompts, params)
     out["groups"] = [len(g) for g in first]
     out["same_seed_same_tokens"] = [[c.token_ids for c in g] for g in first] == [[c.token_ids for c in g] for g in again]
+    # One prompt per LLM.generate call, handed over as each finishes: each request is seeded by its
+    # prompt's index, so the samples are those of the single call.
+    engine.batch_size, seen = 1, []
+    batched = engine.generate(prompts, params, on_batch=lambda start, groups: seen.append((start, len(groups))))
+    engine.batch_size = 0
+    out["batches"] = seen
+    out["batched_same_tokens"] = [[c.token_ids for c in g] for g in batched] == [[c.token_ids for c in g] for g in first]
     out["lengths"] = [len(c.token_ids) for g in first for c in g]
     out["truncated"] = [c.truncated for g in first for c in g]
     out["eos_id"] = tok.eos_token_id

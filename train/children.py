@@ -1,0 +1,80 @@
+"""Turn completions into child programs and evaluate them, overlapped with generation.
+
+A child is its parent with the completion's SEARCH/REPLACE edits applied; an answer whose edits
+do not apply is archived as a failed edit with the reason as feedback, and never run. With
+``rollout.batch_size`` > 0 the engine hands over each batch of prompts as it finishes, and
+``BackgroundEvaluation`` evaluates those children in a thread while the next batch generates:
+on a GPU node the sandbox pool (CPU) then runs under generation (GPU) instead of after it.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+
+def evaluate_children(evo, jobs: list, outputs: list[list[tuple]], epoch: int, progress: bool):
+    """Apply each completion's edits to its parent and evaluate the programs in the sandbox."""
+    from rollout.edits import EditError, child_program
+
+    rows, is_program, codes, where = [], [], [], []
+    for job, group in zip(jobs, outputs):
+        for g, (_, text, _) in enumerate(group):
+            row = dict(parent_id=job.parent_id, epoch=epoch, prompt_id=f"e{epoch}-p{job.index}-g{g}", completion=text)
+            try:
+                code = child_program(job.parent_code, text, evo.task.entry_function)
+            except EditError as err:
+                row.update(code=job.parent_code, reward=0.0, valid=False, feedback=f"Edit not applied: {err}",
+                           metrics={"edit_failed": 1.0}, eval_time_s=0.0)
+                is_program.append(False)
+            else:
+                row["code"] = code
+                codes.append(code)
+                where.append(len(rows))
+                is_program.append(True)
+            rows.append(row)
+    for i, result in zip(where, evo.evaluator.evaluate_many(codes, progress=progress)):
+        rows[i].update(reward=result.reward, valid=result.valid, feedback=result.feedback,
+                       metrics=dict(result.metrics, status_ok=float(result.status == "ok")), eval_time_s=result.eval_time_s)
+    return rows, is_program
+
+
+class BackgroundEvaluation:
+    """One epoch's children, evaluated batch by batch in one background thread, in job order."""
+
+    def __init__(self, evo, jobs: list, epoch: int):
+        self._evo, self._jobs, self._epoch = evo, jobs, epoch
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="helix-evaluate")
+        self._parts: list = []
+        self._next = 0  # the first job not yet submitted: batches must come in order, without gaps
+        self.busy_s = 0.0  # time spent evaluating, overlapped or not
+
+    def submit(self, first: int, outputs: list[list[tuple]], progress: bool = False) -> None:
+        """``outputs``: (token_ids, text, truncated) per completion, for jobs first, first + 1, ...
+        ``progress``: a bar, for a batch submitted once generation is over (no bars to tangle with)."""
+        if first != self._next:
+            raise ValueError(f"batches must arrive in job order: expected job {self._next}, got {first}")
+        self._next += len(outputs)
+        self._parts.append(self._thread.submit(self._evaluate, self._jobs[first:self._next], outputs, progress))
+
+    def _evaluate(self, jobs: list, outputs: list[list[tuple]], progress: bool):
+        start = time.perf_counter()
+        try:
+            return evaluate_children(self._evo, jobs, outputs, self._epoch, progress)
+        finally:
+            self.busy_s += time.perf_counter() - start  # one worker thread: no race
+
+    def result(self) -> tuple[list[dict], list[bool]]:
+        """Every job's rows, in job order, once all are evaluated."""
+        rows: list[dict] = []
+        is_program: list[bool] = []
+        try:
+            for part in self._parts:
+                part_rows, part_programs = part.result()
+                rows += part_rows
+                is_program += part_programs
+        finally:
+            self._thread.shutdown(wait=True)
+        if self._next != len(self._jobs):
+            raise RuntimeError(f"only {self._next} of {len(self._jobs)} prompts' completions reached the evaluator")
+        return rows, is_program
