@@ -153,6 +153,7 @@ def _engine_with(level: int):
     engine = object.__new__(VLLMEngine)  # no real LLM: sleep mode needs a GPU
     engine.llm, engine.sleep_level, engine.tied, engine.stop, engine.seeded, engine.progress = _FakeLLM(), level, True, (), True, False
     engine.asleep = engine.weights_stale = engine.prefix_stale = False
+    engine.batch_size = 0
     return engine
 
 
@@ -167,6 +168,18 @@ def test_sleep_mode_frees_memory_for_training_and_wakes_in_order(level):
     engine.generate([[1, 2]], params)  # wake the KV cache, drop prefixes computed with old weights, generate
     assert engine.llm.calls == ["generate", f"sleep{level}", "wake:weights", "reload_weights", "wake:kv_cache",
                                 "reset_prefix_cache", "generate", f"sleep{level}"]
+
+
+def test_batched_generation_sleeps_once_after_the_last_batch():
+    """rollout.batch_size splits one generate into several LLM.generate calls: the engine must not
+    sleep between them (level 2 would discard the weights the next batch needs)."""
+    from rollout.engine_api import SamplingParams
+
+    engine = _engine_with(2)
+    engine.batch_size = 1
+    seen = []
+    engine.generate([[1, 2], [3, 4], [5]], SamplingParams(n=1, max_new_tokens=4), on_batch=lambda i, g: seen.append(i))
+    assert engine.llm.calls == ["generate", "generate", "generate", "sleep2"] and seen == [0, 1, 2]
 
 
 def test_level_2_sleep_without_a_sync_is_a_clear_error():
