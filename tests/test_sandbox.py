@@ -229,8 +229,8 @@ def test_huge_stdout_is_bounded():
     code = program("""
         import sys
         def run_packing():
-            for _ in range(60):
-                sys.stdout.write("x" * 1_000_000)
+            for _ in range(1024):  # 1 GiB
+                sys.stdout.write("x" * 1_048_576)
             print("THE END")
             return grid()
     """)
