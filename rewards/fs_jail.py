@@ -9,8 +9,8 @@ the trainer's run directory, checkpoints or code; an ordinary user gets the same
 user namespace of the child's own. Needs CAP_SYS_ADMIN (root, or over that user namespace);
 where the kernel refuses,
 ``enter`` returns False and the child runs with the uid's permissions as its only fence
-(``rewards.sandbox.isolation()`` reports which). Inside, the child keeps uid 0 but no
-capabilities, so it can neither undo the mounts nor override file permissions.
+(``rewards.sandbox.isolation()`` reports which). Inside, the child keeps its uid (0 as root) but
+no capabilities, so it can neither undo the mounts nor override file permissions.
 
 ``plan`` runs in the parent; ``enter`` runs in the forked child before exec and makes only
 syscalls on precomputed arguments (the parent is threaded).
@@ -96,9 +96,10 @@ def enter(p: Plan) -> bool:
         return False
     for path in (*p.bound, *p.writable):  # a bind remount without MS_RDONLY makes that one mount writable
         flags = MS_NOSUID | MS_NOEXEC if path == b"/dev" else MS_NOSUID | MS_NODEV  # /dev keeps its device nodes
-        if _mount(None, path, None, MS_REMOUNT | MS_BIND | flags, None) != 0:
-            # In a user namespace the flags the mount had are locked on: keep noexec/nodev if it had them.
-            _mount(None, path, None, MS_REMOUNT | MS_BIND | flags | MS_NOEXEC | MS_NODEV, None)
+        if _mount(None, path, None, MS_REMOUNT | MS_BIND | flags, None) != 0 and not flags & MS_NOEXEC:
+            # In a user namespace a noexec the mount already had is locked on: ask again keeping it.
+            # (Never add nodev here: /dev would lose /dev/null.)
+            _mount(None, path, None, MS_REMOUNT | MS_BIND | flags | MS_NOEXEC, None)
     os.chdir(p.workdir)  # the old cwd is the directory on the read-only mount underneath
     # A root program could simply remount / read-write. Empty the capability bounding set: at
     # exec, uid 0 gets only what the bounding set still holds, i.e. nothing (no CAP_SYS_ADMIN to
