@@ -155,6 +155,41 @@ def test_checkpoints_are_atomic_and_pruned(tmp_path):
     assert epochs == [1, 2, 3, 4]
 
 
+def test_a_kill_between_checkpoint_and_log_loses_no_row(tmp_path, monkeypatch):
+    """The checkpoint is written before the epoch's metrics row: a kill in between must not leave
+    that epoch without a row once resumed (the checkpoint carries a copy of the rows)."""
+    from train import run_dir
+
+    class Killed(Exception):
+        pass
+
+    logged = run_dir.RunDir.log_metrics
+
+    def dies_at_epoch_2(self, metrics):
+        if metrics["epoch"] == 2:
+            raise Killed
+        logged(self, metrics)
+
+    args = [*TINY, "trainer.epochs=3", "trainer.enabled=false", "run.export=false", f"run.output_dir={tmp_path}"]
+    assert main(["--config", QUICK, *args, "run.name=ref"]) == 0
+    monkeypatch.setattr(run_dir.RunDir, "log_metrics", dies_at_epoch_2)
+    with pytest.raises(Killed):
+        main(["--config", QUICK, *args, "run.name=cut"])
+    monkeypatch.undo()
+    cut = tmp_path / "cut"
+    assert latest_checkpoint(cut).name == "epoch-000002"
+    assert [json.loads(line)["epoch"] for line in (cut / "metrics.jsonl").read_text().splitlines()] == [1]
+    assert main(["--resume", str(cut)]) == 0
+
+    def rows(run, log):
+        return [json.loads(line) for line in (run / log).read_text().splitlines()]
+
+    keys = ("epoch", "reward_mean", "reward_max", "best_reward", "archive_size", "population_size", "gen_tokens")
+    assert [[r[k] for k in keys] for r in rows(cut, "metrics.jsonl")] == [[r[k] for k in keys] for r in rows(tmp_path / "ref", "metrics.jsonl")]
+    assert [r["epoch"] for r in rows(cut, "metrics.jsonl")] == [1, 2, 3]
+    assert rows(cut, "samples.jsonl") == rows(tmp_path / "ref", "samples.jsonl")
+
+
 def test_resume_errors_are_clear(tmp_path, capsys):
     assert main(["--resume", str(tmp_path)]) == 2
     assert "not a run directory" in capsys.readouterr().err

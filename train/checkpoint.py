@@ -4,6 +4,7 @@
         learner/         Learner.save_state: model, optimizer, LR scheduler (sharded per strategy)
         evolution.npz    pool, population, kNN index, strategy state, archive pointer (no pickle)
         rng-rank0.json   python, numpy and torch RNG states of each rank
+        logs.json        this epoch's metrics row and sample rows (restored if the kill beat the log)
         state.json       epoch, world size, time
 
 A checkpoint is written into a ``.tmp-`` directory and renamed into place only when every
@@ -25,6 +26,7 @@ import numpy as np
 import torch
 
 from train.distributed import DistInfo, broadcast
+from train.run_dir import json_line
 
 CHECKPOINTS = "checkpoints"
 _NAME = re.compile(r"^epoch-(\d{6})$")
@@ -66,8 +68,10 @@ def _fsync_tree(path: Path) -> None:
                 os.fsync(fh.fileno())
 
 
-def save_checkpoint(run_dir: Path | None, epoch: int, learner, evolution, info: DistInfo, keep: int) -> Path:
-    """Collective: every rank calls it. Rank 0 owns ``run_dir`` and ``evolution``."""
+def save_checkpoint(run_dir: Path | None, epoch: int, learner, evolution, info: DistInfo, keep: int,
+                    logs: dict | None = None) -> Path:
+    """Collective: every rank calls it. Rank 0 owns ``run_dir``, ``evolution`` and ``logs``
+    (``{"metrics": row, "samples": [rows]}``, the epoch's log rows)."""
     tmp = None
     if info.is_main:
         root = Path(run_dir) / CHECKPOINTS
@@ -85,6 +89,9 @@ def save_checkpoint(run_dir: Path | None, epoch: int, learner, evolution, info: 
         state = evolution.state_dict()
         with open(tmp / "evolution.npz", "wb") as fh:
             np.savez(fh, **state)
+        if logs is not None:
+            (tmp / "logs.json").write_text(json.dumps({"metrics": json.loads(json_line(logs["metrics"])),
+                                                       "samples": [json.loads(json_line(r)) for r in logs["samples"]]}))
         (tmp / "state.json").write_text(json.dumps({"epoch": epoch, "world_size": info.world, "time": time.time(),
                                                     "archive_max_id": int(state["archive/max_id"])}))
         _fsync_tree(tmp)
@@ -95,6 +102,12 @@ def save_checkpoint(run_dir: Path | None, epoch: int, learner, evolution, info: 
         for old in checkpoint_dirs(run_dir)[:-keep] if keep > 0 else []:
             shutil.rmtree(old, ignore_errors=True)
     return Path(broadcast(str(final) if final else None, info))
+
+
+def checkpoint_logs(path: Path) -> dict | None:
+    """The epoch's log rows saved with the checkpoint (None for checkpoints written before them)."""
+    path = Path(path) / "logs.json"
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def load_checkpoint(path: Path, learner, info: DistInfo) -> tuple[int, dict | None]:

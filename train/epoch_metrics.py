@@ -30,8 +30,7 @@ def pareto_front_size(rewards: np.ndarray, diversity: np.ndarray) -> int:
 
 def epoch_metrics(epoch: int, rows: list[dict], is_program: list[bool], completion_lengths: list[int],
                   truncated: list[bool], pool_rewards: np.ndarray, diversity: np.ndarray, chosen: np.ndarray,
-                  best_reward: float | None, archive_size: int, times: dict[str, float], train: dict,
-                  extra: dict | None = None) -> dict:
+                  best_reward: float | None, archive_size: int, train: dict, extra: dict | None = None) -> dict:
     """``diversity`` is Div of every pool row; ``chosen`` the pool rows kept as P_{t+1}."""
     rewards = np.array([r["reward"] for r in rows], dtype=np.float64)
     n_programs = int(sum(is_program))
@@ -50,15 +49,25 @@ def epoch_metrics(epoch: int, rows: list[dict], is_program: list[bool], completi
         archive_size=archive_size, pool_size=len(pool_rewards), population_size=len(chosen),
         completion_len_mean=float(lengths.mean()), completion_len_max=int(lengths.max()),
         truncated_frac=float(np.mean(truncated)), gen_tokens=gen_tokens,
-        gen_tokens_per_s=gen_tokens / max(times.get("gen_time_s", 0.0), 1e-9),
-        # eval_busy_s: all evaluation time, part of it maybe hidden under generation (rollout.batch_size)
-        evals_per_s=n_programs / evaluating if (evaluating := times.get("eval_busy_s") or times.get("eval_time_s")) else None,
+        n_programs=n_programs,
     )
     m.update(train)
-    m.update({k: v for k, v in times.items()})
+    m.update(extra or {})
+    return m
+
+
+def add_phase_times(m: dict, times: dict[str, float]) -> dict:
+    """Add the phase times, their shares of the epoch and the rates derived from them to ``m``.
+
+    Separate from ``epoch_metrics`` because the row is built before the checkpoint is written
+    (the checkpoint carries it) and the checkpoint's own time is known only afterwards."""
+    m.update(times)
+    m["gen_tokens_per_s"] = m["gen_tokens"] / max(times.get("gen_time_s", 0.0), 1e-9)
+    # eval_busy_s: all evaluation time, part of it maybe hidden under generation (rollout.batch_size)
+    evaluating = times.get("eval_busy_s") or times.get("eval_time_s")
+    m["evals_per_s"] = m["n_programs"] / evaluating if evaluating else None
     total = times.get("epoch_time_s") or sum(times.get(k, 0.0) for k in PHASES)
     for key in PHASES:
         if key in m and total:
             m["share_" + key[: -len("_time_s")]] = m[key] / total
-    m.update(extra or {})
     return m

@@ -86,8 +86,8 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
     from tasks import load_task
     from train.learner import Learner, Sample
     from train.models import load_policy
-    from train.checkpoint import load_checkpoint, save_checkpoint
-    from train.epoch_metrics import epoch_metrics
+    from train.checkpoint import checkpoint_logs, load_checkpoint, save_checkpoint
+    from train.epoch_metrics import add_phase_times, epoch_metrics
     from train.children import BackgroundEvaluation
     from train.evolution import Evolution
     from train.run_dir import RunDir, table_header, table_row
@@ -121,7 +121,8 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
     if info.is_main:
         from rewards import Evaluator
 
-        run_dir = RunDir(cfg, config_stem, resume_epoch=start_epoch if resume else None)
+        run_dir = RunDir(cfg, config_stem, resume_epoch=start_epoch if resume else None,
+                         resume_logs=checkpoint_logs(resume) if resume else None)
         print(f"[helix] run directory: {run_dir.path}", flush=True)
         if resume is not None:
             print(f"[helix] resuming from {resume} (epoch {start_epoch} of {cfg.trainer.epochs})", flush=True)
@@ -203,27 +204,19 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
             if best is not None:
                 run_dir.write_best(best.code, best.reward, best.id, best.epoch)
 
-        # 8. checkpoint (all ranks: the learner may be sharded)
-        t_ckpt = time.perf_counter()
-        if cfg.run.checkpoint_every and (epoch % cfg.run.checkpoint_every == 0 or epoch == cfg.trainer.epochs):
-            save_checkpoint(run_dir.path if run_dir else None, epoch, learner, evo, info, cfg.run.keep_checkpoints)
-        ckpt_time = time.perf_counter() - t_ckpt
-
+        metrics = samples = None
         if info.is_main:
             times = dict(gen_time_s=gen_time, eval_time_s=eval_time, train_time_s=train_metrics.pop("train_time_s", 0.0),
-                         weight_sync_time_s=sync_time, eval_busy_s=evaluation.busy_s,
-                         embed_select_time_s=select_time, checkpoint_time_s=ckpt_time, epoch_time_s=time.perf_counter() - t0)
+                         weight_sync_time_s=sync_time, eval_busy_s=evaluation.busy_s, embed_select_time_s=select_time)
             metrics = epoch_metrics(
                 epoch, rows, is_program, [len(c[0]) for group in outputs for c in group],
                 [bool(c[2]) for group in outputs for c in group], np.asarray(evo.pool_rewards), diversity, chosen,
-                best.reward if best else None, evo.archive.count(), times, train_metrics,
+                best.reward if best else None, evo.archive.count(), train_metrics,
                 extra=dict(embedded=evo.embedded_last, prompt_items_dropped=dropped))
-            run_dir.log_metrics(metrics)
+            add_phase_times(metrics, dict(times, epoch_time_s=time.perf_counter() - t0))  # final after the checkpoint
             samples = [dict(epoch=epoch, solution_id=ids[i], parent_id=rows[i]["parent_id"], reward=rows[i]["reward"],
                             feedback=rows[i]["feedback"][:500], completion=rows[i]["completion"])
                        for i in range(min(cfg.run.samples_per_epoch, len(rows)))]
-            run_dir.log_samples(samples)
-            _say(table_row(metrics), progress)
 
         # Budgets (fair ablations): every rank must agree to stop, so rank 0 decides.
         stop = None
@@ -231,11 +224,24 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
             spent = evo.archive.count() - 1  # children so far (the seed is not one)
             stop = bool((cfg.run.max_evaluations and spent >= cfg.run.max_evaluations)
                         or (cfg.run.time_budget_s and time.perf_counter() - t_start >= cfg.run.time_budget_s))
+        stop = broadcast(stop, info)
+
+        # 8. checkpoint (all ranks: the learner may be sharded). It carries this epoch's log rows,
+        # so a kill between the checkpoint and the log append loses no row on resume.
+        t_ckpt = time.perf_counter()
+        if cfg.run.checkpoint_every and (epoch % cfg.run.checkpoint_every == 0 or epoch == cfg.trainer.epochs or stop):
+            save_checkpoint(run_dir.path if run_dir else None, epoch, learner, evo, info, cfg.run.keep_checkpoints,
+                            logs=dict(metrics=metrics, samples=samples) if info.is_main else None)
+        ckpt_time = time.perf_counter() - t_ckpt
+
+        if info.is_main:
+            times.update(checkpoint_time_s=ckpt_time, epoch_time_s=time.perf_counter() - t0)
+            run_dir.log_metrics(add_phase_times(metrics, times))
+            run_dir.log_samples(samples)
+            _say(table_row(metrics), progress)
             if stop and epoch < cfg.trainer.epochs:
                 _say(f"[helix] budget reached after epoch {epoch} ({spent} children); stopping", progress)
-        if broadcast(stop, info):
-            if cfg.run.checkpoint_every and epoch % cfg.run.checkpoint_every and epoch != cfg.trainer.epochs:
-                save_checkpoint(run_dir.path if run_dir else None, epoch, learner, evo, info, cfg.run.keep_checkpoints)
+        if stop:
             break
 
     out = None

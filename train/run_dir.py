@@ -6,6 +6,7 @@ version: JSONL lines are appended and flushed, whole files are replaced atomical
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -60,15 +61,36 @@ def _clean(value):
     return value
 
 
+def json_line(row: dict) -> str:
+    """One JSONL line; NaN and inf become null (strict JSON readers reject them)."""
+    return json.dumps({k: _clean(v) for k, v in row.items()}) + "\n"
+
+
+def _last_epoch(path: Path) -> int:
+    epochs = [0]
+    if path.exists():
+        for line in path.read_text().splitlines():
+            with contextlib.suppress(json.JSONDecodeError):
+                epochs.append(int(json.loads(line).get("epoch", 0)))
+    return max(epochs)
+
+
 class RunDir:
-    def __init__(self, cfg: HelixConfig, config_stem: str, resume_epoch: int | None = None):
-        """``resume_epoch``: continue an existing run; its logs are cut back to that epoch."""
+    def __init__(self, cfg: HelixConfig, config_stem: str, resume_epoch: int | None = None,
+                 resume_logs: dict | None = None):
+        """``resume_epoch``: continue an existing run; its logs are cut back to that epoch.
+        ``resume_logs``: the checkpoint's own copy of that epoch's rows ({"metrics": row,
+        "samples": [rows]}), appended when the kill came before the run logged them."""
         name = cfg.run.name or f"{config_stem}-{time.strftime('%Y%m%d-%H%M%S')}"
         self.path = Path(cfg.run.output_dir) / name
         self.path.mkdir(parents=True, exist_ok=True)
         if resume_epoch is not None:
             for log in ("metrics.jsonl", "samples.jsonl"):
                 _truncate_jsonl(self.path / log, resume_epoch)
+            if resume_logs and resume_logs.get("metrics") and _last_epoch(self.path / "metrics.jsonl") < resume_epoch:
+                for log, rows in (("metrics.jsonl", [resume_logs["metrics"]]), ("samples.jsonl", resume_logs["samples"])):
+                    with open(self.path / log, "a") as fh:
+                        fh.writelines(json_line(row) for row in rows)
         latest = self.path.parent / "latest"
         if latest.is_symlink() or not latest.exists():
             tmp = self.path.parent / f".latest-{os.getpid()}"
@@ -86,14 +108,13 @@ class RunDir:
 
     def log_metrics(self, metrics: dict) -> None:
         with open(self.path / "metrics.jsonl", "a") as fh:
-            fh.write(json.dumps({k: _clean(v) for k, v in metrics.items()}) + "\n")
+            fh.write(json_line(metrics))
         if self._wandb is not None:
             self._wandb.log(metrics, step=metrics.get("epoch"))
 
     def log_samples(self, rows: list[dict]) -> None:
         with open(self.path / "samples.jsonl", "a") as fh:
-            for row in rows:
-                fh.write(json.dumps(row) + "\n")
+            fh.writelines(json_line(row) for row in rows)
         if self._wandb is not None and rows:
             import wandb
 
