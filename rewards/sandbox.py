@@ -2,7 +2,13 @@
 
 Layers (``isolation()`` reports which ones this machine allows):
 * its own session and process group; at the end, timeout or not, the group gets SIGKILL, and so
-  does every process left in the child's network namespace (grandchildren that left the group);
+  does every process left in the child's pids cgroup or network namespace (grandchildren that
+  left the group);
+* a pids cgroup of its own (``rewards.cgroup``), joined first, before anything else: at most
+  SANDBOX_NPROC tasks, for root too, so a fork bomb cannot take the machine's pids (the read-only
+  mounts below keep a uid-0 program from raising or leaving it). Where no pids cgroup is writable
+  (not root, no delegation), RLIMIT_NPROC below is the only cap, and as root without a usable
+  ``nobody`` only the time limit and pid_max bound it;
 * not root: a user namespace of its own first (same uid and gid inside), which gives the child the
   capabilities, over its own namespaces only, to create the network, PID and mount namespaces
   below; where the kernel refuses unprivileged user namespaces, the probe turns this off;
@@ -55,7 +61,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rewards import fs_jail
+from rewards import cgroup, fs_jail
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_runner.py")
 TASKS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tasks")  # hidden from programs
@@ -64,7 +70,7 @@ MAX_RESULT_BYTES = 8 << 20
 MAX_FILE_BYTES = 16 << 20
 OUTPUT_TAIL_BYTES = 4096
 SANDBOX_USER = "nobody"
-SANDBOX_NPROC = 256  # per user: shared by all sandboxes running at once as SANDBOX_USER
+SANDBOX_NPROC = 256  # per program's pids cgroup; as RLIMIT_NPROC: shared by all sandboxes running as SANDBOX_USER
 PROGRAM_NAME, HARNESS_NAME = "program.py", "harness.py"
 log = logging.getLogger(__name__)
 
@@ -86,6 +92,7 @@ class RunResult:
     net_isolated: bool = False  # it ran in its own network namespace
     returncode: int | None = None  # exit code, or -signal, when it ended without a result
     phase: str = ""  # for errors: "load" (running the module) or "call" (the entry function)
+    pids_capped: bool = False  # it ran in a pids cgroup of its own (at most SANDBOX_NPROC tasks)
 
 
 @dataclass(frozen=True)
@@ -95,6 +102,7 @@ class Isolation:
     notes: str = ""
     filesystem: bool = False  # programs see a read-only filesystem (writable: their directory) without tasks/
     processes: bool = False  # programs run in their own PID namespace: no pid names the trainer
+    pids_cap: bool = False  # programs run in a pids cgroup of their own: a fork bomb stops at SANDBOX_NPROC
 
 
 _PROBE = "import os\nimport numpy\ntry:\n    import scipy\nexcept ImportError:\n    scipy = None\n\n" \
@@ -130,19 +138,21 @@ def _probe() -> Isolation:
     ids = _unprivileged_ids()
     jailed = base.status == "ok" and bool(base.value.get("read_only_root"))
     pids = base.status == "ok" and bool(base.value.get("own_pids"))
+    capped = base.status == "ok" and base.pids_capped
     if base.status != "ok" or ids is None:
         note = f"probe failed: {base.status}: {base.error}" if base.status != "ok" else \
             ("not root: programs run as the evaluator's uid" + (" in a user namespace of their own" if _userns_allowed else "")) \
             if os.geteuid() else f"no {SANDBOX_USER} account: programs run as root"
-        return Isolation(base.net_isolated, None, note[:300], jailed, pids)
+        return Isolation(base.net_isolated, None, note[:300], jailed, pids, capped)
     dropped = _run(_PROBE, "probe", 60.0, 2048, ids)
     if dropped.status == "ok" and dropped.value == base.value:
-        return Isolation(dropped.net_isolated, SANDBOX_USER, f"programs run as {SANDBOX_USER}", jailed, pids)
+        return Isolation(dropped.net_isolated, SANDBOX_USER, f"programs run as {SANDBOX_USER}", jailed, pids,
+                         dropped.pids_capped)
     note = f"programs run as root: {SANDBOX_USER} cannot run this Python with numpy/scipy ({dropped.error[:150]})"
     if jailed:
         note += "; a read-only mount namespace keeps them from writing outside their directory"
     log.warning("sandbox: %s", note)
-    return Isolation(base.net_isolated, None, note, jailed, pids)
+    return Isolation(base.net_isolated, None, note, jailed, pids, capped)
 
 
 def _unprivileged_ids() -> tuple[int, int] | None:
@@ -178,7 +188,7 @@ def run_program(code: str, entry: str, timeout_s: float, memory_mb: int, harness
     return _run(code, entry, timeout_s, memory_mb, _unprivileged_ids() if isolation().user else None, harness, files)
 
 
-def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, workdir: str):
+def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, workdir: str, cgroup_procs: str | None):
     """Everything is computed here, in the parent: the forked child (of a threaded parent) only makes syscalls."""
     cpu = math.ceil(timeout_s) + 1
     wanted = [(resource.RLIMIT_AS, memory_mb << 20, memory_mb << 20), (resource.RLIMIT_CPU, cpu, cpu + 1),
@@ -197,6 +207,15 @@ def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, work
     jail = fs_jail.plan(workdir, hide=(TASKS_DIR,), userns=userns is not None)
 
     def apply() -> None:
+        if cgroup_procs is not None:  # first: while still in the evaluator's namespaces, mounts and uid
+            try:
+                fd = os.open(cgroup_procs, os.O_WRONLY)
+                try:
+                    os.write(fd, b"0")  # "0": the writing process itself (v1 and v2)
+                finally:
+                    os.close(fd)
+            except OSError:
+                pass  # the parent sees it (RunResult.pids_capped); the other limits still hold
         if userns is not None and _unshare(CLONE_NEWUSER) == 0:
             for path, data in userns:  # same uid and gid inside; no exec of anything privileged
                 fd = os.open(path, os.O_WRONLY)
@@ -230,19 +249,23 @@ def _userns_maps() -> tuple[tuple[str, bytes], ...]:
 
 def _run(code: str, entry: str, timeout_s: float, memory_mb: int, ids: tuple[int, int] | None,
          harness: str | None = None, files: tuple[Path, ...] = ()) -> RunResult:
-    workdir = None
+    workdir = group = None
     try:  # an OSError here (a full disk...) costs this program its result, not the trainer its run
         workdir = tempfile.mkdtemp(prefix="helix-sandbox-")
-        return _run_in(workdir, code, entry, timeout_s, memory_mb, ids, harness, files)
+        group = cgroup.create(SANDBOX_NPROC)
+        return _run_in(workdir, group, code, entry, timeout_s, memory_mb, ids, harness, files)
     except OSError as exc:
         return RunResult("crash", error=f"the sandbox failed: {exc}")
     finally:
+        if group is not None:
+            group.kill_all()  # a no-op after _kill_all, unless _run_in failed half-way
+            group.remove()
         if workdir is not None:
             _remove(workdir)
 
 
-def _run_in(workdir: str, code: str, entry: str, timeout_s: float, memory_mb: int, ids,
-            harness: str | None = None, files: tuple[Path, ...] = ()) -> RunResult:
+def _run_in(workdir: str, group: cgroup.PidsCgroup | None, code: str, entry: str, timeout_s: float, memory_mb: int,
+            ids, harness: str | None = None, files: tuple[Path, ...] = ()) -> RunResult:
     program = os.path.join(workdir, PROGRAM_NAME)
     result_path = os.path.join(workdir, f"result-{secrets.token_hex(16)}.json")
     with open(program, "w", encoding="utf-8", errors="replace") as fh:
@@ -266,7 +289,8 @@ def _run_in(workdir: str, code: str, entry: str, timeout_s: float, memory_mb: in
     try:
         proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=_preexec(memory_mb, timeout_s, ids, workdir))
+                                preexec_fn=_preexec(memory_mb, timeout_s, ids, workdir,
+                                                    group.procs if group is not None else None))
     except (OSError, subprocess.SubprocessError) as exc:
         return RunResult("crash", error=f"the sandbox could not start the program: {exc}")
     # Holding the namespace open keeps its identity from being recycled for another sandbox's.
@@ -276,18 +300,19 @@ def _run_in(workdir: str, code: str, entry: str, timeout_s: float, memory_mb: in
     except OSError:
         net_fd = net = None
     isolated = net is not None and net != _netns("self")
+    capped = group is not None and proc.pid in group.pids()  # preexec ran before the exec that Popen waits for
     tail = bytearray()
     try:
         timed_out = _supervise(proc, start + timeout_s, tail)
         elapsed = time.monotonic() - start
     finally:
-        _kill_all(proc, net if isolated else None)
+        _kill_all(proc, net if isolated else None, group)
         _read_some(proc.stdout.fileno(), tail)  # what was still in the pipe
         proc.stdout.close()
         if net_fd is not None:
             os.close(net_fd)
     output = tail.decode("utf-8", "replace").replace(workdir + os.sep, "")  # no temp paths in feedback
-    common = dict(output_tail=output, elapsed_s=elapsed, net_isolated=isolated)
+    common = dict(output_tail=output, elapsed_s=elapsed, net_isolated=isolated, pids_capped=capped)
     if timed_out:
         return RunResult("timeout", error=f"time limit of {timeout_s:g} s exceeded", **common)
     status, payload = _read_result(result_path)
@@ -349,11 +374,13 @@ def _read_some(fd: int, tail: bytearray) -> bool:
     return True
 
 
-def _kill_all(proc: subprocess.Popen, net) -> None:
+def _kill_all(proc: subprocess.Popen, net, group: cgroup.PidsCgroup | None = None) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)  # grandchildren too, finished or not
     except (ProcessLookupError, PermissionError):
         pass
+    if group is not None:
+        group.kill_all()  # every process it made, wherever it went
     if net is not None:
         _kill_netns(net)
     try:

@@ -12,11 +12,12 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 
 import pytest
 
-from rewards import Evaluator, isolation, run_program, sandbox
+from rewards import Evaluator, cgroup, isolation, run_program, sandbox
 from tasks import load_task
 
 TASK = load_task("circle_packing_26")
@@ -65,6 +66,13 @@ def processes_mentioning(text: str) -> list[int]:
     return [p for p in pids if running(p)]
 
 
+def our_cgroups() -> list[str]:
+    """Pids cgroups this test process's sandboxes made (another run's have another pid in their names)."""
+    mine = f"{cgroup.PREFIX}{os.getpid()}-"
+    return [os.path.join(parent, name) for parent in cgroup._parents() for name in os.listdir(parent)
+            if name.startswith(mine)]
+
+
 @pytest.fixture(autouse=True)
 def nothing_left_behind(monkeypatch, tmp_path_factory):
     """Sandboxes of this test get a private temp root, so other users of /tmp cannot confuse the check."""
@@ -80,6 +88,7 @@ def nothing_left_behind(monkeypatch, tmp_path_factory):
     shutil.rmtree(root, ignore_errors=True)
     assert left == [], "temp dir left"
     assert procs == [], "sandboxed process left"
+    assert our_cgroups() == [], "pids cgroup left"
 
 
 @pytest.fixture()
@@ -206,9 +215,16 @@ def test_descendants_sleeping_past_the_limit_are_killed(pid_dir, spawn, count, n
     assert len(pids) == count and [p for p in pids if running(p)] == []
 
 
-def test_grandchild_that_leaves_the_process_group_is_killed(pid_dir):
-    if not isolation().network:
+@pytest.mark.parametrize("sweep", ["netns", "pids-cgroup"])
+def test_grandchild_that_leaves_the_process_group_is_killed(pid_dir, sweep, monkeypatch):
+    """A setsid() escaper is out of reach of the process-group kill; the network-namespace sweep
+    finds it, and so, on its own (no namespaces at all here), does the pids cgroup's."""
+    if sweep == "netns" and not isolation().network:
         pytest.skip("no network namespace here: a setsid() escaper outlives the run (documented in sandbox.py)")
+    if sweep == "pids-cgroup":
+        if not isolation().pids_cap:
+            pytest.skip("no writable pids cgroup here (not root, no delegation)")
+        monkeypatch.setattr(sandbox, "_unshare", None)
     pidfile = os.path.join(pid_dir, "pid")
     r = evaluate(program(f"""
         import os, subprocess, sys, time
@@ -245,6 +261,93 @@ def test_huge_stdout_is_bounded():
 def test_memory_bomb_is_contained(bomb):
     r = evaluate(f"def run_packing():\n    {bomb}\n    return x\n", memory_mb=512)
     assert r.reward == 0.0 and r.status in ("error", "crash") and "512 MB" in r.feedback
+
+
+FORK_BOMB = """
+import os
+def run_packing():
+    while True:
+        try:
+            os.fork()
+        except OSError:  # EAGAIN at the cap: keep trying, as a real bomb does
+            pass
+"""
+
+
+def process_count() -> int:
+    return sum(name.isdigit() for name in os.listdir("/proc"))
+
+
+def test_fork_bomb_is_capped_and_cleaned_up():
+    """A true fork bomb: every process forks forever. Its pids cgroup (or, for a non-root uid,
+    RLIMIT_NPROC) stops it at about SANDBOX_NPROC tasks, so the machine's process count barely
+    moves; without a cap it would reach thousands (pid_max). The timeout then ends it, and every
+    process goes (the autouse fixture checks none, no directory and no cgroup is left)."""
+    iso = isolation()
+    probe = cgroup.create(sandbox.SANDBOX_NPROC)  # where a pids cgroup is writable, the probe must use it
+    if probe is not None:
+        probe.remove()
+    assert iso.pids_cap == (probe is not None), iso
+    if not iso.pids_cap and os.geteuid() == 0 and iso.user is None:
+        pytest.skip("no cap can exist here: no writable pids cgroup, and programs run as root "
+                    "(the kernel ignores RLIMIT_NPROC for root), so only the time limit would bound a fork bomb")
+    baseline = min(process_count() for _ in range(5))
+    peak, stop = [baseline], threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            peak[0] = max(peak[0], process_count())
+            time.sleep(0.002)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        r = evaluate(FORK_BOMB, timeout=2.5)
+        time.sleep(0.2)
+    finally:
+        stop.set()
+        sampler.join()
+    print(f"fork bomb: {baseline} processes before, peak {peak[0]} (+{peak[0] - baseline})")
+    assert r.status == "timeout" and r.reward == 0.0 and r.eval_time_s < 2.5 + 1
+    assert peak[0] - baseline <= sandbox.SANDBOX_NPROC + 64, f"{peak[0] - baseline} more processes: no cap held"
+
+
+def test_patching_or_shadowing_the_verifier_cannot_lift_the_reward():
+    """The program imports the task's verifier (tasks.circles.verify_packing, behind
+    tasks/circle_packing_26/verifier.py) from the repository and patches it to return a perfect
+    score, and writes a fake tasks package, first on its path, whose verifiers all say perfect.
+    That all stays in the child: the parent scores the returned artefact with its own verifier."""
+    repo = os.path.dirname(sandbox.TASKS_DIR)
+    r = evaluate(program(f"""
+        import os, sys
+        PERFECT = "from tasks.base import Verdict\\ndef verify(*a, **k):\\n    return Verdict(1e9, True, 'perfect')\\n"
+        sys.path.insert(0, {repo!r})
+        try:  # the real one (hidden from the child where the read-only mount namespace is on)
+            import tasks.circles, tasks.base
+            tasks.circles.verify_packing = lambda *a, **k: tasks.base.Verdict(1e9, True, "perfect")
+            tasks.base.Task.verify = lambda self, returned: tasks.base.Verdict(1e9, True, "perfect")
+        except Exception as exc:
+            print("real verifier:", type(exc).__name__)
+        os.makedirs("tasks/circle_packing_26", exist_ok=True)
+        open("tasks/__init__.py", "w").write("")
+        open("tasks/base.py", "w").write("class Verdict:\\n    def __init__(self, *a):\\n        self.args = a\\n")
+        open("tasks/circles.py", "w").write(PERFECT.replace("def verify", "def verify_packing"))
+        open("tasks/circle_packing_26/verifier.py", "w").write(PERFECT)
+        sys.path.insert(0, os.getcwd())
+        for name in [m for m in sys.modules if m == "tasks" or m.startswith("tasks.")]:
+            del sys.modules[name]
+        import tasks.circle_packing_26.verifier
+
+        def run_packing():
+            c, r = grid(0.5)
+            return c, r, 1e9
+    """))
+    scope = {}
+    exec(GRID, scope)
+    centers, radii = scope["grid"](0.5)
+    true = TASK.verify(json.loads(json.dumps([centers, radii, 1e9])))
+    assert true.valid and true.reward == pytest.approx(GRID_SUM / 2, abs=1e-12)
+    assert r.status == "ok" and r.reward == true.reward and r.feedback.startswith(true.feedback)
 
 
 def test_patching_numpy_builtins_and_json_cannot_lift_the_reward():
@@ -460,6 +563,33 @@ def test_writing_or_reading_outside_its_directory_is_refused(tmp_path):
     assert result.value == {"write_outside": "EROFS", "write_repo": "EROFS", "read_heldout": "ENOENT",
                             "write_own_dir": "done", "remount_rw": "EPERM"}
     assert not (outside / "x.txt").exists() and open(repo_file).read() == before
+
+
+CGROUP_ESCAPE = ATTEMPT + '''
+import os
+
+
+def run_packing():
+    rel = [line.split(":", 2)[2] for line in open("/proc/self/cgroup").read().splitlines()
+           if "pids" in line.split(":")[1].split(",")][0]
+    own = "/sys/fs/cgroup/pids" + rel
+    out = {"raise_cap": attempt(lambda: open(own + "/pids.max", "w").write("max")),
+           "leave": attempt(lambda: open(os.path.dirname(own) + "/cgroup.procs", "w").write("0")),
+           "nest": attempt(lambda: os.mkdir(own + "/inner"))}
+    out["cap"] = open(own + "/pids.max").read().strip()
+    return out
+'''
+
+
+def test_a_program_cannot_lift_or_leave_its_pids_cap():
+    """A uid-0 program may write cgroup files it owns; the read-only mounts (no capabilities to
+    remount) keep it from raising pids.max or moving itself back to the evaluator's cgroup."""
+    if not (isolation().pids_cap and isolation().filesystem and os.path.isdir(cgroup.V1_MOUNT)):
+        pytest.skip("needs a cgroup v1 pids cap and the read-only mount namespace")
+    run = run_program(CGROUP_ESCAPE, "run_packing", LIMIT, 1024)
+    assert run.status == "ok" and run.pids_capped, run
+    assert run.value["cap"] == str(sandbox.SANDBOX_NPROC), run.value
+    assert "done" not in (run.value["raise_cap"], run.value["leave"], run.value["nest"]), run.value
 
 
 SIGNALS = ATTEMPT + '''
