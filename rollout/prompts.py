@@ -4,11 +4,16 @@ The prompt holds the problem p, the parent's code with its reward R and feedback
 n-1 ancestors, each shown as the diff it led to plus its R and F. It is rendered with the
 model's chat template, and a token budget is enforced: oldest ancestors go first, then the
 parent's feedback is shortened, then the program's middle. Whatever was dropped is recorded.
+
+The user message comes from a template: DEFAULT_TEMPLATE, or a task's own ``prompt.md`` (loaded and
+checked by tasks.base, passed here as ``template``). Its placeholders are PLACEHOLDERS; {parent} and
+{contract} are required, because without them the policy cannot see what to edit or how to answer.
 """
 
 from __future__ import annotations
 
 import difflib
+import string
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -31,8 +36,52 @@ You MUST use the exact SEARCH/REPLACE diff format shown below inside <answer> to
 >>>>>>> REPLACE
 
 You can suggest multiple changes. Each SEARCH section must exactly match code in the current program.
-Make sure your program still contains the {entry}() function and returns the same kind of result.
-If your program runs longer than {timeout:g} seconds it receives 0 reward."""
+Make sure your program still contains the {entry_function}() function and returns the same kind of result.
+If your program runs longer than {timeout} seconds it receives 0 reward."""
+
+# The user message, paragraphs separated by blank lines. A paragraph that is only {ancestors} is
+# left out when the parent has no ancestors, so no empty section or stray blank line remains.
+DEFAULT_TEMPLATE = """# Problem Description
+
+{description}
+
+{ancestors}
+
+{parent}
+
+{contract}"""
+
+PLACEHOLDERS = {
+    "description": "the task's description.md",
+    "entry_function": "the entry function's name, e.g. run_packing",
+    "timeout": "the enforced time limit in seconds, e.g. 20 (task.timeout_s, else the task's timeout_s)",
+    "ancestors": "'## Previous attempts in this lineage (oldest first)' and one diff per ancestor; empty if none",
+    "parent": "'## Current Program': the parent's reward, feedback and code",
+    "contract": "'## Task': the SEARCH/REPLACE answer format, the entry function and the time limit",
+}
+REQUIRED = ("parent", "contract")
+
+
+def check_template(template: str, where: str) -> set[str]:
+    """The placeholders ``template`` uses; raises ValueError naming ``where`` and the placeholder for an
+    unknown or missing one, so a bad prompt.md fails at task load, not at the first prompt."""
+    try:
+        fields = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(template) if name is not None]
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc} (write a literal brace as {{{{ or }}}})") from None
+    for name, spec, conv in fields:
+        if name not in PLACEHOLDERS:
+            near = difflib.get_close_matches(name, PLACEHOLDERS, n=1, cutoff=0.6)
+            hint = f" Did you mean {{{near[0]}}}?" if near else ""
+            raise ValueError(f"{where}: unknown placeholder {{{name}}}.{hint} Placeholders: "
+                             f"{', '.join('{' + p + '}' for p in PLACEHOLDERS)} (a literal brace is {{{{ or }}}})")
+        if spec or conv:
+            raise ValueError(f"{where}: placeholder {{{name}}} takes no format spec or conversion; write {{{name}}}")
+    names = {name for name, _, _ in fields}
+    for name in REQUIRED:
+        if name not in names:
+            raise ValueError(f"{where}: missing the required placeholder {{{name}}} ({PLACEHOLDERS[name]})")
+    return names
 
 
 class Candidate(Protocol):
@@ -67,23 +116,33 @@ def _diff(old: str, new: str) -> str:
 
 class PromptBuilder:
     def __init__(self, tokenizer, description: str, entry_function: str, timeout_s: float,
-                 max_prompt_tokens: int, n_ancestors: int):
+                 max_prompt_tokens: int, n_ancestors: int, template: str | None = None):
+        """``timeout_s`` must be the limit the evaluator enforces (task.timeout_s, else the task's own):
+        the prompt states it. ``template`` is the task's prompt.md (Task.prompt_template); None is
+        DEFAULT_TEMPLATE."""
         self.tokenizer = tokenizer
-        self.description = description.strip()
-        self.contract = CONTRACT.format(entry=entry_function, timeout=timeout_s)
+        self.template = DEFAULT_TEMPLATE if template is None else template
+        names = check_template(self.template, "prompt template")
+        self._template_no_lineage = "\n\n".join(p for p in self.template.split("\n\n") if p.strip() != "{ancestors}")
+        timeout = f"{timeout_s:g}"
+        self.fields = {"description": description.strip(), "entry_function": entry_function, "timeout": timeout,
+                       "contract": CONTRACT.format(entry_function=entry_function, timeout=timeout)}
         self.max_prompt_tokens = max_prompt_tokens
-        self.n_ancestors = n_ancestors
+        # A template without {ancestors} never shows them, so build() ignores them (nothing "dropped").
+        self.n_ancestors = n_ancestors if "ancestors" in names else 0
 
     def _render(self, parent: Candidate, ancestors: list[Candidate], feedback_limit: int | None, code: str) -> str:
-        parts = ["# Problem Description", self.description]
+        lineage = ""
         if ancestors:
-            parts.append("## Previous attempts in this lineage (oldest first)")
+            parts = ["## Previous attempts in this lineage (oldest first)"]
             chain = list(reversed(ancestors)) + [parent]
             for depth, (old, new) in enumerate(zip(chain, chain[1:]), start=1):
                 parts.append(f"### Attempt {depth}: {_status(old, 300)}\nChange it led to:\n```diff\n{_diff(old.code, new.code)}\n```")
-        parts.append(f"## Current Program\nStatus: {_status(parent, feedback_limit)}\n```python\n{code}\n```")
-        parts.append(self.contract)
-        messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
+            lineage = "\n\n".join(parts)
+        current = f"## Current Program\nStatus: {_status(parent, feedback_limit)}\n```python\n{code}\n```"
+        template = self.template if ancestors else self._template_no_lineage
+        user = template.format(**self.fields, ancestors=lineage, parent=current)
+        messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     def _tokens(self, text: str) -> list[int]:

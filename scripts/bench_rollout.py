@@ -41,7 +41,8 @@ def prompts(args, tokenizer) -> list[list[int]]:
     from tasks import load_task
 
     task = load_task(args.task)
-    builder = PromptBuilder(tokenizer, task.description, task.entry_function, task.timeout_s, 4096, 2)
+    builder = PromptBuilder(tokenizer, task.description, task.entry_function, task.timeout_s, 4096, 2,
+                            template=task.prompt_template)
 
     class Parent:  # the starter program as evaluated at epoch 0
         code, reward, valid, feedback = task.initial_program, 0.5, True, "valid; ran well within the time limit"

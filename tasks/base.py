@@ -1,9 +1,20 @@
-"""The task contract: a folder under tasks/ with task.yaml, description.md, initial_program.py, verifier.py.
+"""The task contract: a folder under tasks/ with task.yaml, description.md, initial_program.py, verifier.py,
+and optionally prompt.md.
 
 Adding a task means adding a folder; nothing else changes. A task never trusts the program:
 ``verify`` gets only the JSON-decoded value the sandbox returned and recomputes the reward from
 it. Folders are validated strictly at load time, so a typo in task.yaml or a starter program
 without its entry function fails loudly at start-up, not as zero rewards later.
+
+``description.md`` must not state a time limit: the prompt states the one the evaluator enforces
+(task.timeout_s in the config, else timeout_s here), which a hard-coded one would contradict.
+
+``prompt.md`` (optional) replaces rollout.prompts.DEFAULT_TEMPLATE, the user message of every
+prompt for this task. Its placeholders are rollout.prompts.PLACEHOLDERS ({description},
+{entry_function}, {timeout}, {ancestors}, {parent}, {contract}); {parent} and {contract} are
+required and a literal brace is written {{ or }}. It is checked here, so an unknown or missing
+placeholder fails at start-up; a file named like it (prompt.txt, prompts.md) fails too, rather
+than being silently ignored.
 
 Optional task.yaml keys (all checked at load time):
 
@@ -42,6 +53,8 @@ from typing import Any, Callable
 
 import yaml
 
+from rollout.prompts import check_template
+
 TASKS_DIR = Path(__file__).resolve().parent
 log = logging.getLogger(__name__)
 
@@ -76,6 +89,7 @@ class Task:
     data_files: tuple[Path, ...] = ()  # copied into the sandbox's working directory
     cascade_entry: str | None = None  # stage-1 function of the harness
     cascade_timeout_s: float | None = None
+    prompt_template: str | None = None  # prompt.md; None: rollout.prompts.DEFAULT_TEMPLATE
 
     @property
     def run_entry(self) -> str:
@@ -193,6 +207,19 @@ def _data_files(folder: Path, names: list[str]) -> tuple[Path, ...]:
     return tuple(paths)
 
 
+def _read_prompt_template(folder: Path) -> str | None:
+    """prompt.md checked now; a near-miss name (prompt.txt, Prompt.md) is an error, not ignored."""
+    for path in folder.iterdir():
+        if path.name != "prompt.md" and difflib.get_close_matches(path.name.lower(), ["prompt.md"], cutoff=0.7):
+            raise ValueError(f"{path}: a prompt template must be named prompt.md")
+    path = folder / "prompt.md"
+    if not path.is_file():
+        return None
+    template = path.read_text(encoding="utf-8").strip()
+    check_template(template, str(path))
+    return template
+
+
 def _check_initial_program(path: Path, source: str, entry: str) -> None:
     if entry not in _defined_functions(path, source):
         raise ValueError(f"{path}: does not define the entry function {entry}() named in task.yaml")
@@ -229,4 +256,5 @@ def load_task(name: str) -> Task:
         harness=_read_harness(folder, spec) if "harness" in spec else None, harness_entry=spec.get("harness_entry"),
         data_files=_data_files(folder, spec.get("data_files", [])), cascade_entry=spec.get("cascade_entry"),
         cascade_timeout_s=float(spec["cascade_timeout_s"]) if "cascade_timeout_s" in spec else None,
+        prompt_template=_read_prompt_template(folder),
     )

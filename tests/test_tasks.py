@@ -1,6 +1,7 @@
 """Task registry, strict task.yaml validation, and the circle-packing verifier against hand-built packings."""
 
 import math
+import re
 import runpy
 import shutil
 
@@ -10,6 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tasks.base
+from rewards import Evaluator
+from rollout.prompts import PromptBuilder
 from tasks import Verdict, available_tasks, load_task
 
 TASK = load_task("circle_packing_26")
@@ -57,7 +60,8 @@ def test_odd_task_names_are_rejected_not_resolved_as_paths(name):
 def test_task_fields():
     assert TASK.entry_function == "run_packing" and TASK.timeout_s == 60.0 and TASK.memory_mb == 2048
     assert TASK.best_known == 2.6359830849 and "HELIX" in TASK.best_known_source
-    assert "26 circles in a unit square" in TASK.description and "1 minute" in TASK.description
+    assert "26 circles in a unit square" in TASK.description and "within the time limit" in TASK.description
+    assert TASK.prompt_template is None  # no prompt.md: the default template
     assert "SEARCH" not in TASK.description and "REPLACE" not in TASK.description
     lines = TASK.initial_program.splitlines()
     assert 25 <= len(lines) <= 45 and "# EVOLVE-BLOCK-START" in lines and "# EVOLVE-BLOCK-END" in lines
@@ -107,6 +111,71 @@ def test_task_folder_files_are_checked(tasks_dir):
         load_task("copy")
     program.unlink()
     with pytest.raises(ValueError, match="missing initial_program.py"):
+        load_task("copy")
+
+
+class Sol:  # a parent for the prompt (rollout.prompts.Candidate)
+    def __init__(self, code, reward, valid, feedback):
+        self.code, self.reward, self.valid, self.feedback = code, reward, valid, feedback
+
+
+# "20 s", "60 seconds", "1 minute", "two minutes", ...
+TIME_LIMIT = re.compile(r"\b\d+(?:\.\d+)?\s*(?:s|secs?|seconds?|mins?|minutes?|h|hours?)\b"
+                        r"|\b(?:one|two|three|a|an)\s+(?:second|minute|hour)s?\b", re.I)
+
+
+@pytest.mark.parametrize("name", available_tasks())
+@pytest.mark.parametrize("override", [None, 20])
+def test_the_prompt_states_only_the_enforced_time_limit(tokenizer, name, override):
+    """train/helix.py gives the evaluator task.timeout_s and the prompt the same limit: the
+    description must not state another one (it said "1 minute" while configs enforced 20 s)."""
+    task = load_task(name)
+    enforced = Evaluator(task, workers=1, timeout_s=override).timeout_s
+    assert enforced == (override or task.timeout_s)
+    builder = PromptBuilder(tokenizer, task.description, task.entry_function, override or task.timeout_s, 8192, 2,
+                            template=task.prompt_template)
+    text = builder.build(Sol(task.initial_program, 0.5, True, "ok")).text
+    assert TIME_LIMIT.findall(text) == [f"{enforced:g} seconds"]
+
+
+PROMPT_MD = """Improve {entry_function}() (limit {timeout} s).
+
+{parent}
+
+{contract}
+"""
+
+
+def test_prompt_md_in_the_folder_is_the_tasks_template(tasks_dir, tokenizer):
+    (tasks_dir / "prompt.md").write_text(PROMPT_MD)
+    task = load_task("copy")
+    assert task.prompt_template == PROMPT_MD.strip()
+    builder = PromptBuilder(tokenizer, task.description, task.entry_function, 20, 4096, 2, template=task.prompt_template)
+    text = builder.build(Sol(task.initial_program, 0.5, True, "ok")).text
+    user = text.split("<|im_start|>user\n")[1]
+    assert user.startswith("Improve run_packing() (limit 20 s).\n\n## Current Program\nStatus: reward 0.5 (valid)")
+    assert user.index("# EVOLVE-BLOCK-START") < user.index("## Task\n") and "Problem Description" not in user
+    assert user.endswith("If your program runs longer than 20 seconds it receives 0 reward.<|im_end|>\n<|im_start|>assistant\n")
+
+
+@pytest.mark.parametrize("template, words", [
+    (PROMPT_MD.replace("{timeout}", "{time_limit}"), ["unknown placeholder {time_limit}", "{timeout}"]),
+    (PROMPT_MD.replace("{parent}", ""), ["missing the required placeholder {parent}"]),
+    (PROMPT_MD.replace("{contract}", "Answer with SEARCH/REPLACE blocks."), ["missing the required placeholder {contract}"]),
+])
+def test_a_bad_prompt_md_fails_at_load_naming_file_and_placeholder(tasks_dir, template, words):
+    (tasks_dir / "prompt.md").write_text(template)
+    with pytest.raises(ValueError) as info:
+        load_task("copy")
+    assert str(info.value).startswith(f"{tasks_dir / 'prompt.md'}: ")
+    for word in words:
+        assert word in str(info.value)
+
+
+@pytest.mark.parametrize("misnamed", ["prompt.txt", "prompts.md", "Prompt.md"])
+def test_a_misnamed_prompt_template_is_not_silently_ignored(tasks_dir, misnamed):
+    (tasks_dir / misnamed).write_text(PROMPT_MD)
+    with pytest.raises(ValueError, match=f"{misnamed}: a prompt template must be named prompt.md"):
         load_task("copy")
 
 
