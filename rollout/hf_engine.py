@@ -14,8 +14,11 @@ from rollout.engine_api import Completion, OnBatch, SamplingParams, Weights, par
 
 @register_engine("hf")
 class HFEngine:
+    device: torch.device | None = None  # the rank's device (from_config); None: where the module's parameters are
+
     def __init__(self, model: torch.nn.Module, tokenizer, batch_size: int = 0, progress: bool = False,
-                 stop: tuple[str, ...] = (), seeded: bool = True, shares_trainer_module: bool = True):
+                 stop: tuple[str, ...] = (), seeded: bool = True, shares_trainer_module: bool = True,
+                 device: torch.device | None = None):
         self.model = model
         self.tokenizer = tokenizer
         self.batch_size = batch_size
@@ -23,12 +26,22 @@ class HFEngine:
         self.stop = tuple(stop)
         self.seeded = seeded
         self.shares_trainer_module = shares_trainer_module
+        self.device = device
+
+    @property
+    def input_device(self) -> torch.device:
+        """Where the prompt tensors go: the rank's device (sharded modules report their shards' place)."""
+        if self.device is not None:
+            return self.device
+        param = next(self.model.parameters(), None)
+        return param.device if param is not None else torch.device("cpu")
 
     @classmethod
     def from_config(cls, cfg, model=None, tokenizer=None, info=None, progress: bool = False):
         if model is None or tokenizer is None:
             raise ValueError("the hf engine samples from the trainer's module: build_engine needs model= and tokenizer=")
         engine = cls(model, tokenizer, cfg.rollout.batch_size, progress)
+        engine.device = info.device if info is not None else None
         engine.stop = parse_stop(cfg.rollout.stop)
         engine.seeded = cfg.rollout.seeded
         return engine
@@ -74,8 +87,8 @@ class HFEngine:
             attention[row, width - len(ids) :] = 1
         extra = dict(stop_strings=list(stop), tokenizer=self.tokenizer) if stop else {}
         out = self.model.generate(
-            input_ids=input_ids,
-            attention_mask=attention,
+            input_ids=input_ids.to(self.input_device),
+            attention_mask=attention.to(self.input_device),
             do_sample=True,
             temperature=params.temperature,
             top_p=params.top_p,

@@ -49,8 +49,11 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
 def rng_state() -> dict:
     version, mt, gauss = random.getstate()
     name, keys, pos, has_gauss, cached = np.random.get_state()
-    return {"python": [version, list(mt), gauss], "numpy": [name, keys.tolist(), pos, has_gauss, cached],
-            "torch": torch.get_rng_state().tolist()}
+    state = {"python": [version, list(mt), gauss], "numpy": [name, keys.tolist(), pos, has_gauss, cached],
+             "torch": torch.get_rng_state().tolist()}
+    if torch.cuda.is_available():  # this rank's GPU generator (HF sampling on the GPU draws from it)
+        state["cuda"] = torch.cuda.get_rng_state().tolist()
+    return state
 
 
 def set_rng_state(state: dict) -> None:
@@ -59,6 +62,8 @@ def set_rng_state(state: dict) -> None:
     name, keys, pos, has_gauss, cached = state["numpy"]
     np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
     torch.set_rng_state(torch.tensor(state["torch"], dtype=torch.uint8))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state(torch.tensor(state["cuda"], dtype=torch.uint8))
 
 
 def _fsync_tree(path: Path) -> None:

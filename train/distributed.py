@@ -1,7 +1,10 @@
 """torchrun plumbing: who am I, and how ranks exchange Python objects and metrics.
 
 A single process (``python train/helix.py``) is world size 1 and never touches
-``torch.distributed``; under ``torchrun`` the process group uses gloo on CPU, nccl on GPU.
+``torch.distributed``; under ``torchrun`` the process group uses gloo on a CPU box. On a GPU
+node each rank owns ``cuda:LOCAL_RANK`` and the group has both backends (``cpu:gloo,cuda:nccl``):
+model collectives go over nccl, and the small CPU metric reductions and object broadcasts here
+over gloo, so no caller has to move a Python float to the GPU to sum it.
 """
 
 from __future__ import annotations
@@ -28,16 +31,26 @@ class DistInfo:
     def enabled(self) -> bool:
         return self.world > 1
 
+    @property
+    def device(self) -> torch.device:
+        """Where this rank computes: its own GPU on a GPU node, else the CPU."""
+        if torch.cuda.is_available():
+            return torch.device("cuda", self.local_rank)
+        return torch.device("cpu")
+
 
 def init_distributed() -> DistInfo:
     world = int(os.environ.get("WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if torch.cuda.is_available():
+        torch.cuda.set_device(local_rank)  # before any CUDA work: nccl and FSDP2 use the current device
     if world <= 1:
-        return DistInfo()
+        return DistInfo(local_rank=local_rank)
     if not dist.is_initialized():
-        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
         # Evaluation and embedding run on rank 0 while the others wait: allow a long barrier.
         dist.init_process_group(backend=backend, timeout=timedelta(hours=2))
-    return DistInfo(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
+    return DistInfo(dist.get_rank(), dist.get_world_size(), local_rank)
 
 
 def broadcast(obj, info: DistInfo):

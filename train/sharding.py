@@ -61,10 +61,12 @@ def shard_fsdp2(model: torch.nn.Module, bf16: bool, offload_params: bool) -> tor
     return model
 
 
-def wrap(model: torch.nn.Module, strategy: str, bf16: bool = False, offload_params: bool = False) -> torch.nn.Module:
+def wrap(model: torch.nn.Module, strategy: str, bf16: bool = False, offload_params: bool = False,
+         device: torch.device | None = None) -> torch.nn.Module:
     """The module the optimizer and forward passes use (the caller keeps the unwrapped one)."""
     if strategy == "ddp":
-        return torch.nn.parallel.DistributedDataParallel(model)
+        on_gpu = device is not None and device.type == "cuda"
+        return torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if on_gpu else None)
     if strategy == "fsdp2":
         return shard_fsdp2(model, bf16, offload_params)
     return model

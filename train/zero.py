@@ -60,10 +60,11 @@ def wrap_policy(model: torch.nn.Module, cfg: TrainerConfig, make_scheduler: Call
     return engine, optimizer, scheduler
 
 
-def wrap_reference(model: torch.nn.Module, cfg: TrainerConfig) -> torch.nn.Module:
-    """The frozen reference: ZeRO-3 shards it like the policy (ZeRO inference); stages 0-2 keep it whole."""
+def wrap_reference(model: torch.nn.Module, cfg: TrainerConfig, device: torch.device) -> torch.nn.Module:
+    """The frozen reference: ZeRO-3 shards it like the policy (ZeRO inference); stages 0-2 keep it
+    whole on the rank's device (DeepSpeed places only the modules it wraps)."""
     if cfg.zero_stage != 3:
-        return model
+        return model.to(device)
     import deepspeed
 
     engine, *_ = deepspeed.initialize(model=model, config=ds_config(cfg, train=False))
