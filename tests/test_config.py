@@ -52,6 +52,8 @@ def test_unknown_section_names_nearest(tmp_path):
     ("selection.strategy=nsga", "Did you mean 'nsga2'"),
     ("rollout.engine=hff", "Did you mean 'hf'"),
     ("task.name=circle_packing26", "Did you mean 'circle_packing_26'"),
+    ("trainer.adv_estimator=grpoo", "Did you mean 'grpo'"),
+    ("trainer.policy_loss=gspoo", "Did you mean 'gspo'"),
 ])
 def test_bad_values_fail_at_start_up(override, fragment):
     with pytest.raises(ConfigError) as err:

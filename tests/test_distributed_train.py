@@ -87,6 +87,20 @@ def test_deepspeed_zero3_generates_resumes_and_exports(single, tmp_path):
 
 
 @pytest.mark.slow
+def test_ppo_mini_batches_on_two_ranks_match_one_process(tmp_path):
+    """2 optimizer steps per batch (4 groups): each rank's groups are dealt to the mini-batches
+    round-robin, so mini-batch u holds the same groups on 1 and on 2 ranks; the frozen pi_old
+    forward and the per-mini-batch token normalisation must agree too."""
+    one, one_losses = _run(tmp_path / "one", "--steps", "1", "--ppo-mini-batches", "2")
+    two, two_losses = _run(tmp_path / "two", "--steps", "1", "--ppo-mini-batches", "2", "--strategy", "fsdp2", ranks=2)
+    # Adam's first steps move every weight by about lr (1e-2) whatever its gradient's size, so
+    # last-bit gradient differences of the second update show up at ~2e-5; a wrong mini-batch
+    # (other groups, other pi_old or normalisation) moves weights by ~lr.
+    _assert_same(two, one, atol=1e-4)
+    assert two_losses == pytest.approx(one_losses, rel=1e-4, abs=1e-6)
+
+
+@pytest.mark.slow
 def test_fsdp2_checkpoint_resumes_exactly_and_exports(single, tmp_path):
     from transformers import AutoModelForCausalLM
 

@@ -202,18 +202,39 @@ def test_an_engine_with_its_own_weights_gets_the_full_state_after_every_step(tmp
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("strategy", ["auto", "fsdp2"])
+@pytest.mark.parametrize("strategy", ["auto", "fsdp2", "deepspeed"])
 def test_torchrun_two_ranks(tmp_path, strategy):
     torchrun = Path(sys.executable).with_name("torchrun")
     env = dict(os.environ, OMP_NUM_THREADS="1")
     cmd = [str(torchrun), "--standalone", "--nproc_per_node", "2", str(ROOT / "train" / "helix.py"), "--config", QUICK,
-           *TINY, f"run.output_dir={tmp_path}", "run.name=dist", f"trainer.strategy={strategy}"]
+           *TINY, f"run.output_dir={tmp_path}", "run.name=dist", f"trainer.strategy={strategy}",
+           "trainer.entropy_coeff=0.01", "trainer.lr=1e-3"]  # a step runs (and moves weights) even at equal rewards
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = metrics(tmp_path / "dist")
     assert [r["epoch"] for r in rows] == [1, 2]
     assert all(r["gen_tokens"] > 0 for r in rows)
-    assert (tmp_path / "dist" / "export" / "config.json").is_file()
+    # The end-of-run export holds the whole trained weights, not one rank's shard (ZeRO-3 and FSDP2
+    # partition them): it equals the last checkpoint exported offline, and differs from the start.
+    from safetensors.torch import load_file
+
+    from train.export import export_checkpoint
+    from train.checkpoint import latest_checkpoint
+    from train.models import load_policy
+
+    exported = {}
+    for shard in (tmp_path / "dist" / "export").glob("*.safetensors"):
+        exported.update(load_file(shard))
+    offline = export_checkpoint(latest_checkpoint(tmp_path / "dist") / "learner", "tiny-random", tmp_path / "offline")
+    reference = {}
+    for shard in offline.glob("*.safetensors"):
+        reference.update(load_file(shard))
+    initial = load_policy("tiny-random", "float32", None, seed=0)[0].state_dict()
+    assert exported.keys() == reference.keys()
+    for name, tensor in exported.items():
+        assert tensor.shape == initial[name].shape, name
+        torch.testing.assert_close(tensor, reference[name], rtol=0, atol=1e-6, msg=name)
+    assert any(not torch.equal(t, initial[n]) for n, t in exported.items()), "training never moved the weights"
 
 
 def test_config_error_exits_2_with_message(capsys):

@@ -88,3 +88,27 @@ def test_other_verl_estimators_are_one_config_line_away():
     for g in (0, 1):
         assert abs(per_seq[GROUPS == g].sum()) < 1e-5
     assert per_seq[2] > 0 and per_seq[0] < 0
+
+
+def test_every_listed_estimator_works_from_outcome_rewards():
+    from train.grpo import known_estimators
+
+    names = known_estimators()
+    # verl's critic (gae), baseline-model (remax) and log-prob (optimal_token_baseline) estimators
+    # need inputs a HELIX step does not have: listing them would pass validation and crash later.
+    assert {"grpo", "rloo", "opo"} <= set(names)
+    assert not {"gae", "remax", "optimal_token_baseline"} & set(names)
+    for name in names:
+        adv = compute_advantages(torch.tensor(REWARDS), GROUPS, mask(), estimator=name)
+        assert adv.shape == mask().shape and torch.isfinite(adv).all(), name
+
+
+@pytest.mark.parametrize("high, expected, clipped", [(0.2, -1.2, 1.0), (0.28, -1.25, 0.0)])
+def test_clip_higher_lets_a_positive_advantage_ratio_grow_further(high, expected, clipped):
+    """Vanilla PPO clip with DAPO's asymmetric range: token loss = -A * min(r, clip(r, 1-e_low, 1+e_high)).
+    By hand, r = 1.25 and A = 1: symmetric e = 0.2 clips to 1.2; e_high = 0.28 leaves 1.25."""
+    cfg = actor_config(LossSettings(clip_ratio_low=0.2, clip_ratio_high=high, kl_coef=0.0, group_size=1), 1, 1, 1)
+    log_prob = torch.tensor([[np.log(1.25)]])
+    loss, parts = grpo_loss(log_prob, torch.zeros(1, 1), None, torch.ones(1, 1), torch.ones(1, 1), None, cfg)
+    assert loss.item() == pytest.approx(expected, rel=1e-6)
+    assert parts["clip_frac"] == pytest.approx(clipped)

@@ -175,3 +175,60 @@ def test_engine_logprobs_without_correction_are_only_measured(tiny_model, tokeni
     assert metrics["rollout_logprob_diff"] == pytest.approx(0.7, abs=1e-5)
     for name in plain:
         torch.testing.assert_close(logged[name], plain[name], atol=0, rtol=0)
+
+
+def test_mini_batches_cut_whole_groups_and_repeat_per_epoch():
+    from train.learner import mini_batches
+
+    groups = [0, 0, 1, 1, 2, 2]
+    assert mini_batches(groups, 1) == [[0, 1, 2, 3, 4, 5]]
+    assert mini_batches(groups, 2) == [[0, 1, 4, 5], [2, 3]]  # round-robin over groups
+    assert mini_batches(groups, 3, epochs=2) == [[0, 1], [2, 3], [4, 5]] * 2
+    assert mini_batches([7, 7, 7], 3) == [[0, 1, 2], [], []]  # a rank with fewer groups than parts
+
+
+def test_ppo_mini_batches_take_ratios_against_the_sampling_policy(tiny_model, tokenizer):
+    """Two optimizer steps on one batch of rollouts, checked against plain torch: the second step's
+    ratio is pi_new / pi_old with pi_old the policy *before the first step* (clip range wide open,
+    no KL, so the loss is -A * ratio averaged over the mini-batch's tokens)."""
+    from train.grpo import compute_advantages
+
+    batch, pad = samples(tokenizer), tokenizer.pad_token_id
+    ours, theirs = copy.deepcopy(tiny_model), copy.deepcopy(tiny_model)
+    cfg = TrainerConfig(lr=1e-2, grad_clip=1e9, kl_coef=0.0, micro_batch_size=6, ppo_mini_batches=2,
+                        clip_ratio_low=0.99, clip_ratio_high=100.0)
+    metrics = Learner(ours, cfg, group_size=3, temperature=1.0, pad_id=pad, info=DistInfo()).step(batch)
+    assert metrics["optimizer_steps"] == 2 and metrics["micro_batches"] == 2
+
+    packed = pack(batch, pad)
+    mask = packed["response_mask"]
+    adv = compute_advantages(torch.tensor([s.reward for s in batch]), [s.group for s in batch], mask)
+    with torch.no_grad():
+        old, _ = response_logprobs(theirs, packed)
+    opt = torch.optim.AdamW(theirs.parameters(), lr=1e-2, weight_decay=0.0)
+    ratios = []
+    for idx in ([0, 1, 2], [3, 4, 5]):  # the two groups, one optimizer step each
+        sub = pack([batch[i] for i in idx], pad)
+        r = sub["response_mask"].shape[1]
+        logp, _ = response_logprobs(theirs, sub)
+        ratio = torch.exp(logp - old[idx, :r])
+        m = mask[idx, :r]
+        loss = -(adv[idx, :r] * ratio * m).sum() / m.sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        ratios.append((ratio.detach() - 1).abs().mul(m).max().item())
+    assert ratios[0] < 1e-5 < 1e-3 < ratios[1]  # the second step saw a moved policy: the ratio matters
+    for p, q in zip(ours.parameters(), theirs.parameters()):
+        torch.testing.assert_close(p, q, atol=2e-5, rtol=1e-4)
+
+
+def test_clip_binds_only_with_several_updates_per_batch(tiny_model, tokenizer):
+    def step(**extra):
+        cfg = TrainerConfig(lr=5e-2, grad_clip=1e9, micro_batch_size=6, clip_ratio_low=0.01, clip_ratio_high=0.01, **extra)
+        learner = Learner(copy.deepcopy(tiny_model), cfg, 3, 1.0, tokenizer.pad_token_id, DistInfo())
+        return learner.step(samples(tokenizer))
+
+    one, two = step(), step(ppo_epochs=2)
+    assert one["clip_frac"] == 0.0 and one["optimizer_steps"] == 1
+    assert two["clip_frac"] > 0.0 and two["optimizer_steps"] == 2

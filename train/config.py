@@ -91,6 +91,11 @@ class TrainerConfig:
     kl_type: Literal["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "full"] = "low_var_kl"
     entropy_coeff: float = 0.0
     micro_batch_size: int = 4  # sequences per forward/backward; gradients accumulate
+    # Optimizer steps per epoch: the rollouts are cut into ppo_mini_batches parts (whole groups),
+    # passed over ppo_epochs times. 1 x 1 (default): one step, pi_old = pi, so the clip never binds;
+    # more: pi_old is the sampling policy (one extra forward pass) and eq. 4's clip does its job.
+    ppo_mini_batches: int = 1
+    ppo_epochs: int = 1
     mask_truncated: bool = False  # drop completions cut at max_new_tokens from the loss
     # auto: none for one process, ddp under torchrun. fsdp2 shards parameters, gradients and
     # optimizer state per decoder layer (what 14B/32B need); deepspeed runs DeepSpeed ZeRO
@@ -179,6 +184,8 @@ _RULES: list[tuple[str, Any, str]] = [
     ("trainer.kl_coef", lambda v: v >= 0, "must be >= 0"),
     ("trainer.entropy_coeff", lambda v: v >= 0, "must be >= 0"),
     ("trainer.micro_batch_size", lambda v: v >= 1, "must be >= 1"),
+    ("trainer.ppo_mini_batches", lambda v: v >= 1, "must be >= 1"),
+    ("trainer.ppo_epochs", lambda v: v >= 1, "must be >= 1"),
     ("trainer.max_tokens_per_micro_batch", lambda v: v >= 0, "must be >= 0 (0: micro_batch_size sequences)"),
     ("trainer.lr_warmup_steps", lambda v: v >= 0, "must be >= 0"),
     ("trainer.zero_stage", lambda v: v in (1, 2, 3), "must be 1, 2 or 3"),
@@ -309,8 +316,12 @@ def validate(cfg: HelixConfig, source: str = "<config>") -> HelixConfig:
     from rollout.engines import ENGINES
     from tasks import available_tasks
 
-    for dotted, registry in (("selection.strategy", SELECTION_STRATEGIES), ("rollout.engine", ENGINES),
-                             ("task.name", available_tasks())):
+    registries = [("selection.strategy", SELECTION_STRATEGIES), ("rollout.engine", ENGINES), ("task.name", available_tasks())]
+    if cfg.trainer.enabled:  # verl's registries, so a typo fails now and not after the first epoch's rollouts
+        from train.grpo import known_estimators, known_policy_losses
+
+        registries += [("trainer.adv_estimator", known_estimators()), ("trainer.policy_loss", known_policy_losses())]
+    for dotted, registry in registries:
         section, key = dotted.split(".")
         value = getattr(getattr(cfg, section), key)
         if value not in registry:

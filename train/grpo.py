@@ -20,8 +20,22 @@ from verl.workers.config import ActorConfig  # noqa: E402
 from verl.workers.config.actor import PolicyLossConfig  # noqa: E402
 
 
+# What an outcome-reward estimator may require: verl's critic (gae) and baseline-model (remax) or
+# log-prob-based (optimal_token_baseline) estimators need inputs a HELIX step does not have.
+_OUTCOME_INPUTS = {"token_level_rewards", "response_mask", "index", "config"}
+
+
 def known_estimators() -> list[str]:
-    return sorted(str(getattr(k, "value", k)) for k in core_algos.ADV_ESTIMATOR_REGISTRY)
+    """verl's registered advantage estimators that work from outcome rewards and groups alone."""
+    import inspect
+
+    names = []
+    for key, fn in core_algos.ADV_ESTIMATOR_REGISTRY.items():
+        required = {n for n, p in inspect.signature(fn).parameters.items()
+                    if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        if required <= _OUTCOME_INPUTS:
+            names.append(str(getattr(key, "value", key)))
+    return sorted(names)
 
 
 def known_policy_losses() -> list[str]:

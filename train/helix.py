@@ -106,7 +106,8 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
     else:
         model.requires_grad_(False)  # EvoOnly: no optimizer, no reference model
     engine = build_engine(cfg.rollout.engine, cfg, model=model, tokenizer=tokenizer, info=info, progress=progress)
-    timeout = cfg.task.timeout_s or task.timeout_s
+    if learner is None and getattr(engine, "shares_trainer_module", False):
+        model.to(info.device)  # EvoOnly sampling from the HF module (the learner places it otherwise)
 
     start_epoch, evo_state = 0, None
     if resume is not None:
@@ -128,8 +129,8 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
             print(f"[helix] resuming from {resume} (epoch {start_epoch} of {cfg.trainer.epochs})", flush=True)
         evaluator = Evaluator(task, workers=cfg.task.eval_workers or None, timeout_s=cfg.task.timeout_s, memory_mb=cfg.task.memory_mb)
         evo = Evolution(cfg, run_dir.archive_path, task, evaluator, resume=evo_state)
-        builder = PromptBuilder(tokenizer, task.description, task.entry_function, timeout,
-                                cfg.rollout.max_prompt_tokens, cfg.rollout.n_ancestors)
+        builder = PromptBuilder(tokenizer, task.description, task.entry_function, evaluator.timeout_s,
+                                cfg.rollout.max_prompt_tokens, cfg.rollout.n_ancestors, template=task.prompt_template)
         print(table_header(), flush=True)
 
     G = cfg.rollout.group_size
@@ -246,7 +247,8 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
 
     out = None
     # Sharded weights are gathered by every rank together; rank 0 writes them.
-    full = learner.full_state_dict() if cfg.run.export and learner is not None and learner.strategy == "fsdp2" else None
+    sharded = learner is not None and learner.strategy in ("fsdp2", "deepspeed")
+    full = learner.full_state_dict() if cfg.run.export and sharded else None
     if info.is_main:
         if cfg.run.export:
             from train.export import export_hf, export_state

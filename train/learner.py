@@ -101,6 +101,18 @@ def token_budget_chunks(samples: list[Sample], micro_batch_size: int, max_tokens
     return chunks
 
 
+def mini_batches(groups, n: int, epochs: int = 1) -> list[list[int]]:
+    """Sample indices of each optimizer step: ``epochs`` passes over ``n`` parts of whole groups (a
+    group's advantages are relative to each other, so a group is never split). Groups are dealt
+    round-robin: each rank holds a contiguous share of the prompts, so mini-batch u then holds the
+    same groups on any number of ranks that divides the batch evenly. A rank with fewer than ``n``
+    groups gets empty parts; every rank gets n x epochs."""
+    groups = np.asarray(groups).tolist()
+    position = {g: i for i, g in enumerate(dict.fromkeys(groups))}  # groups in first-seen order
+    parts = [[i for i, g in enumerate(groups) if position[g] % n == u] for u in range(n)]
+    return parts * epochs
+
+
 class Learner:
     def __init__(self, model: torch.nn.Module, cfg: TrainerConfig, group_size: int, temperature: float,
                  pad_id: int, info: DistInfo):
@@ -120,6 +132,9 @@ class Learner:
             return torch.optim.lr_scheduler.LambdaLR(
                 optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup > 0 else 1.0)
 
+        self.device = info.device
+        if self.strategy in ("none", "ddp"):
+            model.to(self.device)  # fsdp2 moves each shard to the mesh's device, DeepSpeed its engine
         self.ref = None
         if cfg.kl_coef > 0:
             self.ref = copy.deepcopy(model).eval()
@@ -128,12 +143,12 @@ class Learner:
             if self.strategy == "fsdp2":
                 self.ref = wrap(self.ref, "fsdp2", cfg.bf16, offload)
             elif self.strategy == "deepspeed":
-                self.ref = zero.wrap_reference(self.ref, cfg)
+                self.ref = zero.wrap_reference(self.ref, cfg, self.device)
         self.module = model  # the HF model: unwrapped (none/DDP/DeepSpeed) or the sharded root (fsdp2)
         if self.strategy == "deepspeed":
             self.model, self.optimizer, self.scheduler = zero.wrap_policy(model, cfg, make_scheduler)
         else:
-            self.model = wrap(model, self.strategy, cfg.bf16, offload)
+            self.model = wrap(model, self.strategy, cfg.bf16, offload, self.device)
             if self.strategy == "fsdp2":
                 self.module = self.model
             self.optimizer = torch.optim.AdamW(self.module.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -221,45 +236,92 @@ class Learner:
         return weights.detach()
 
     def step(self, samples: list[Sample]) -> dict[str, float]:
-        """One GRPO optimizer step on this rank's rollouts (all ranks must call it together)."""
+        """The GRPO update on this rank's rollouts (all ranks must call it together): one optimizer
+        step, or ``ppo_epochs`` x ``ppo_mini_batches`` of them against the sampling policy."""
         start = time.perf_counter()
         rewards = torch.tensor([s.reward for s in samples], dtype=torch.float32)
         groups = np.array([s.group for s in samples])
-        full = pack(samples, self.pad_id)
-        mask = full["response_mask"]
+        mask = pack(samples, self.pad_id)["response_mask"]
         if self.cfg.mask_truncated:
             mask = mask * torch.tensor([0.0 if s.truncated else 1.0 for s in samples]).unsqueeze(1)
         advantages = compute_advantages(rewards, groups, mask, self.cfg.adv_estimator, self.cfg.norm_adv_by_std)
-        tokens, seqs, zero_groups, n_groups = all_reduce_sum(
-            [mask.sum().item(), (mask.sum(-1) > 0).sum().item(), zero_std_fraction(rewards, groups) * len(set(groups.tolist())),
-             len(set(groups.tolist()))], self.info)
+        tokens, zero_groups, n_groups = all_reduce_sum(
+            [mask.sum().item(), zero_std_fraction(rewards, groups) * len(set(groups.tolist())), len(set(groups.tolist()))],
+            self.info)
         metrics = {"zero_std_frac": zero_groups / max(n_groups, 1), "loss": 0.0, "pg_loss": 0.0, "kl": 0.0,
                    "entropy": 0.0, "clip_frac": 0.0, "grad_norm": 0.0, "lr": self.scheduler.get_last_lr()[0],
-                   "skipped_step": 0.0, "rollout_logprob_diff": 0.0}
+                   "skipped_step": 0.0, "rollout_logprob_diff": 0.0, "micro_batches": 0, "optimizer_steps": 0}
+        updates = mini_batches(groups, self.cfg.ppo_mini_batches, self.cfg.ppo_epochs)
         if tokens == 0 or self._nothing_to_learn(metrics["zero_std_frac"]):
             metrics["skipped_step"] = 1.0
             with warnings.catch_warnings():  # no optimizer step on purpose; the schedule still advances
                 warnings.simplefilter("ignore", UserWarning)
-                self.scheduler.step()
+                for _ in updates:
+                    self.scheduler.step()
             metrics["train_time_s"] = time.perf_counter() - start
             return metrics
-        cfg = actor_config(self.settings, self.info.world, int(tokens), int(seqs))
         self.model.train()
-        chunks = token_budget_chunks(samples, self.cfg.micro_batch_size, self.cfg.max_tokens_per_micro_batch)
-        # Every rank must run the same number of forward/backward passes (DDP/FSDP collectives).
-        n_chunks = all_reduce_max(len(chunks), self.info)
-        for n in range(n_chunks):
-            idx = chunks[n] if n < len(chunks) else chunks[-1][:1]
-            weight = 1.0 if n < len(chunks) else 0.0  # a padding pass: same collectives, zero gradient
-            sub = [samples[i] for i in idx]
-            batch = pack(sub, self.pad_id)
+        frozen = self._frozen_logprobs(samples, mask.shape[1]) if len(updates) > 1 else None
+        for u, idx in enumerate(updates):
+            self._update(samples, idx, mask, advantages, frozen, metrics, first_pass=u < self.cfg.ppo_mini_batches)
+        steps = max(metrics["optimizer_steps"], 1)
+        summed = all_reduce_sum([metrics[k] for k in ("loss", "pg_loss", "kl", "entropy", "clip_frac")], self.info)
+        for key, value in zip(("loss", "pg_loss", "kl", "entropy", "clip_frac"), summed):
+            metrics[key] = value / self.info.world / steps
+        metrics["grad_norm"] /= steps
+        metrics["rollout_logprob_diff"] = all_reduce_sum([metrics["rollout_logprob_diff"]], self.info)[0] / tokens
+        metrics["train_tokens"] = tokens
+        metrics["train_time_s"] = time.perf_counter() - start
+        return metrics
+
+    def _chunks(self, samples: list[Sample], idx: list[int]) -> list[tuple[list[int], float]]:
+        """Micro-batches of ``idx`` as (sample indices, weight). Every rank runs the same number of
+        forward/backward passes (FSDP2/ZeRO-3/DDP collectives): a rank with fewer runs padding
+        passes of weight 0 (same collectives, zero gradient)."""
+        local = token_budget_chunks([samples[i] for i in idx], self.cfg.micro_batch_size,
+                                    self.cfg.max_tokens_per_micro_batch) if idx else []
+        chunks = [([idx[i] for i in chunk], 1.0) for chunk in local]
+        pad = chunks[-1][0][:1] if chunks else [0]
+        return chunks + [(pad, 0.0)] * (all_reduce_max(len(chunks), self.info) - len(chunks))
+
+    def _batch(self, samples: list[Sample], idx: list[int]) -> dict[str, torch.Tensor]:
+        return {k: v.to(self.device) for k, v in pack([samples[i] for i in idx], self.pad_id).items()}
+
+    @torch.no_grad()
+    def _frozen_logprobs(self, samples: list[Sample], width: int) -> dict[str, torch.Tensor | None]:
+        """log pi_old (the policy that sampled, before any update) and log pi_ref for every response
+        token, computed once: with several updates per batch the ratio pi / pi_old is what eq. 4 clips."""
+        old = torch.zeros((len(samples), width))
+        ref = torch.zeros((len(samples), width)) if self.ref is not None else None
+        for idx, _ in self._chunks(samples, list(range(len(samples)))):
+            batch = self._batch(samples, idx)
             r = batch["response_mask"].shape[1]
-            sub_mask, sub_adv = mask[idx, :r] * weight, advantages[idx, :r]
-            ref_logp = None
-            if self.ref is not None:
+            old[idx, :r] = response_logprobs(self.model, batch, self.temperature)[0].float().cpu()
+            if ref is not None:
+                ref[idx, :r] = response_logprobs(self.ref, batch, self.temperature)[0].float().cpu()
+        return {"old": old, "ref": ref}
+
+    def _update(self, samples: list[Sample], idx: list[int], mask: torch.Tensor, advantages: torch.Tensor,
+                frozen: dict | None, metrics: dict, first_pass: bool) -> None:
+        """One optimizer step on the samples ``idx``; the loss is normalised over their global token count."""
+        tokens, seqs = all_reduce_sum([mask[idx].sum().item(), (mask[idx].sum(-1) > 0).sum().item()], self.info)
+        if tokens == 0:  # every rank agrees (global count): nothing here to learn from
+            return
+        cfg = actor_config(self.settings, self.info.world, int(tokens), int(seqs))
+        chunks = self._chunks(samples, idx)
+        for n, (cidx, weight) in enumerate(chunks):
+            batch = self._batch(samples, cidx)
+            r = batch["response_mask"].shape[1]
+            sub_mask = (mask[cidx, :r] * weight).to(self.device)
+            sub_adv = advantages[cidx, :r].to(self.device)
+            ref_logp = old_logp = None
+            if frozen is not None:
+                old_logp = frozen["old"][cidx, :r].to(self.device)
+                ref_logp = frozen["ref"][cidx, :r].to(self.device) if frozen["ref"] is not None else None
+            elif self.ref is not None:
                 with torch.no_grad():
                     ref_logp, _ = response_logprobs(self.ref, batch, self.temperature)
-            last = n == n_chunks - 1
+            last = n == len(chunks) - 1
             ctx = self.model.no_sync() if (self.strategy == "ddp" and not last) else contextlib.nullcontext()
             if self.strategy == "fsdp2":
                 self.model.set_requires_gradient_sync(last)
@@ -267,9 +329,11 @@ class Learner:
                 logp, entropy = response_logprobs(self.model, batch, self.temperature, with_entropy=True)
                 if self.cfg.entropy_coeff == 0:
                     entropy = entropy.detach()
-                is_weights = self._rollout_correction(logp, batch, sub_mask, metrics)
-                # One update per batch of fresh rollouts: pi_old is the current policy (ratio 1).
-                loss, parts = grpo_loss(logp, logp.detach(), ref_logp, sub_adv, sub_mask, entropy, cfg, is_weights)
+                # One update per batch: pi_old is the current policy (ratio 1, no extra forward).
+                old_logp = logp.detach() if old_logp is None else old_logp
+                diff = metrics if first_pass else {"rollout_logprob_diff": 0.0}  # count each token once
+                is_weights = self._rollout_correction(old_logp, batch, sub_mask, diff)
+                loss, parts = grpo_loss(logp, old_logp, ref_logp, sub_adv, sub_mask, entropy, cfg, is_weights)
                 if self.strategy == "deepspeed":
                     self.model.backward(loss, scale_wrt_gas=False)  # already normalised globally
                 else:
@@ -278,23 +342,16 @@ class Learner:
                 metrics["loss"] += loss.item()
                 for key in ("pg_loss", "kl", "entropy"):
                     metrics[key] += parts.get(key, 0.0)
-                metrics["clip_frac"] += parts["clip_frac"] * len(idx) / len(samples)
+                metrics["clip_frac"] += parts["clip_frac"] * len(cidx) / len(idx)
         if self.strategy == "deepspeed":  # clips (trainer.grad_clip), steps optimizer + scheduler, zeroes grads
             self.model.step()
-            metrics["grad_norm"] = float(self.model.get_global_grad_norm())
+            metrics["grad_norm"] += float(self.model.get_global_grad_norm())
         else:
             norm = torch.nn.utils.clip_grad_norm_(self.module.parameters(), self.cfg.grad_clip)
-            metrics["grad_norm"] = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
+            metrics["grad_norm"] += float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
             self.optimizer.step()
             self.scheduler.step()
             self.optimizer.zero_grad(set_to_none=True)
         self.moved = True
-        summed = all_reduce_sum([metrics[k] for k in ("loss", "pg_loss", "kl", "entropy", "clip_frac")], self.info)
-        for key, value in zip(("loss", "pg_loss", "kl", "entropy", "clip_frac"), summed):
-            metrics[key] = value / self.info.world
-        metrics["rollout_logprob_diff"] = all_reduce_sum([metrics["rollout_logprob_diff"]], self.info)[0] / tokens
-        metrics["train_tokens"] = tokens
-        metrics["micro_batches"] = n_chunks
-        metrics["train_time_s"] = time.perf_counter() - start
-        return metrics
-
+        metrics["micro_batches"] += len(chunks)
+        metrics["optimizer_steps"] += 1

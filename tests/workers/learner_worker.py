@@ -39,6 +39,7 @@ def main() -> None:
     ap.add_argument("--first-step", type=int, default=0)
     ap.add_argument("--token-budget", type=int, default=0)
     ap.add_argument("--zero-stage", type=int, default=3)
+    ap.add_argument("--ppo-mini-batches", type=int, default=1)
     ap.add_argument("--generate", action="store_true",
                     help="before the steps, each rank generates a different number of tokens (as the hf engine does)")
     ap.add_argument("--out", required=True)
@@ -48,7 +49,7 @@ def main() -> None:
     model, tok = load_policy("tiny-random", "float32", None, seed=0)
     cfg = TrainerConfig(lr=1e-2, grad_clip=1e9, strategy=args.strategy, micro_batch_size=2,
                         max_tokens_per_micro_batch=args.token_budget, lr_warmup_steps=2,
-                        zero_stage=args.zero_stage)
+                        zero_stage=args.zero_stage, ppo_mini_batches=args.ppo_mini_batches)
     learner = Learner(model, cfg, group_size=3, temperature=1.0, pad_id=tok.pad_token_id, info=info)
     if args.load:
         learner.load_state(Path(args.load))

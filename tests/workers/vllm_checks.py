@@ -3,7 +3,10 @@ state we keep out of the pytest process). Each rank prints one JSON line; tests/
 asserts. Under torchrun the learner is FSDP2 and every rank's engine uses external_launcher.
 
     python tests/workers/vllm_checks.py MODEL_DIR WORKSPACE
-    torchrun --standalone --nproc_per_node 2 tests/workers/vllm_checks.py MODEL_DIR WORKSPACE
+    torchrun --standalone --nproc_per_node 2 tests/workers/vllm_checks.py MODEL_DIR WORKSPACE [STRATEGY [TP]]
+
+STRATEGY is the learner's under torchrun (fsdp2 by default, or deepspeed: ZeRO-3), TP the
+engine's tensor-parallel size (1: one engine per rank; 2: both ranks serve one engine).
 """
 
 import json
@@ -44,9 +47,12 @@ def main() -> None:
     cfg.model.policy, cfg.model.dtype = model_dir, "float32"
     cfg.rollout.engine, cfg.rollout.vllm_workspace = "vllm", workspace
     cfg.rollout.max_prompt_tokens, cfg.rollout.max_new_tokens = 128, 12
+    strategy = (sys.argv[3] if len(sys.argv) > 3 else "fsdp2") if info.world > 1 else "none"
+    cfg.rollout.vllm_tp = int(sys.argv[4]) if len(sys.argv) > 4 else 1
     model, tok = load_policy(model_dir, "float32")
     engine = build_engine("vllm", cfg, model=model, tokenizer=tok, info=info)
-    out = {"rank": info.rank, "world": info.world, "needs_sync": engine.needs_sync, "startup_s": engine.startup_s}
+    out = {"rank": info.rank, "world": info.world, "needs_sync": engine.needs_sync, "startup_s": engine.startup_s,
+           "strategy": strategy, "tp": cfg.rollout.vllm_tp}
     check, _ = load_policy(model_dir, "float32")  # a plain copy of the trainer's weights to score tokens with
 
     prompts = [tok("def f(x):")["input_ids"], tok(f"rank {info.rank}: a longer prompt, with more words")["input_ids"]]
@@ -70,7 +76,6 @@ def main() -> None:
     out["gap_initial"] = max(max_gap(check, p, g) for p, g in zip(prompts, first))
 
     # One real GRPO step on the trainer side (mixed rewards, so the weights move); FSDP2 under torchrun.
-    strategy = "fsdp2" if info.world > 1 else "none"
     learner = Learner(model, TrainerConfig(lr=5e-2, grad_clip=1e9, strategy=strategy), group_size=3, temperature=1.0,
                       pad_id=tok.pad_token_id, info=info)
     batch = [Sample(p, c.token_ids, float(i), j) for j, (p, g) in enumerate(zip(prompts, first)) for i, c in enumerate(g)]
