@@ -237,6 +237,23 @@ def test_torchrun_two_ranks(tmp_path, strategy):
     assert any(not torch.equal(t, initial[n]) for n, t in exported.items()), "training never moved the weights"
 
 
+def test_what_the_prompt_budget_dropped_is_logged(tmp_path):
+    """The starter's prompt is ~1200 tokens: at 900 the parent's feedback is shortened, then program
+    lines cut; each prompt's record lands in metrics.jsonl (tests/test_prompts.py checks the
+    budget itself)."""
+    from population.archive import Archive
+
+    run = run_helix(tmp_path, "rollout.max_prompt_tokens=900", "trainer.epochs=1")
+    (row,) = metrics(run)
+    assert [d["prompt"] for d in row["prompt_dropped"]] == [0, 1]
+    for record in row["prompt_dropped"]:
+        assert record["parent_id"] == 1 and record["dropped"][0] == "parent feedback shortened"
+        assert record["dropped"][-1].endswith("program lines")
+    assert row["prompt_items_dropped"] == sum(len(d["dropped"]) for d in row["prompt_dropped"])
+    with Archive(run / "archive.sqlite") as arch:
+        assert arch.count() == 1 + 2 * 2
+
+
 def test_config_error_exits_2_with_message(capsys):
     assert main(["--config", QUICK, "trainer.kl_coeff=1"]) == 2
     err = capsys.readouterr().err

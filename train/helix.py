@@ -139,13 +139,14 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
     for epoch in _progress(epochs, progress, desc="epochs", position=0, initial=start_epoch, total=cfg.trainer.epochs):
         t0 = time.perf_counter()
         rng = np.random.default_rng([cfg.run.seed, epoch])
-        jobs, dropped = None, 0
+        jobs, dropped = None, []
         if info.is_main:  # 1-2. sample parents, build their prompts
             jobs = []
             for j, parent in enumerate(evo.sample_parents(rng)):
                 sol = parent.solution
                 prompt = builder.build(sol, evo.archive.ancestors(sol.id, cfg.rollout.n_ancestors), sol.id)
-                dropped += len(prompt.dropped)
+                if prompt.dropped:  # what the token budget cut, per prompt (metrics.jsonl: prompt_dropped)
+                    dropped.append({"prompt": j, "parent_id": sol.id, "dropped": list(prompt.dropped)})
                 jobs.append(Job(j, sol.id, sol.code, prompt.token_ids, parent.tag))
         jobs = broadcast(jobs, info)
 
@@ -213,7 +214,8 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
                 epoch, rows, is_program, [len(c[0]) for group in outputs for c in group],
                 [bool(c[2]) for group in outputs for c in group], np.asarray(evo.pool_rewards), diversity, chosen,
                 best.reward if best else None, evo.archive.count(), train_metrics,
-                extra=dict(embedded=evo.embedded_last, prompt_items_dropped=dropped))
+                extra=dict(embedded=evo.embedded_last, prompt_items_dropped=sum(len(d["dropped"]) for d in dropped),
+                           prompt_dropped=dropped))
             add_phase_times(metrics, dict(times, epoch_time_s=time.perf_counter() - t0))  # final after the checkpoint
             samples = [dict(epoch=epoch, solution_id=ids[i], parent_id=rows[i]["parent_id"], reward=rows[i]["reward"],
                             feedback=rows[i]["feedback"][:500], completion=rows[i]["completion"])

@@ -109,8 +109,8 @@ class RunDir:
     def log_metrics(self, metrics: dict) -> None:
         with open(self.path / "metrics.jsonl", "a") as fh:
             fh.write(json_line(metrics))
-        if self._wandb is not None:
-            self._wandb.log(metrics, step=metrics.get("epoch"))
+        if self._wandb is not None:  # scalars only; lists (prompt_dropped) stay in metrics.jsonl
+            self._wandb.log({k: v for k, v in metrics.items() if not isinstance(v, (list, dict))}, step=metrics.get("epoch"))
 
     def log_samples(self, rows: list[dict]) -> None:
         with open(self.path / "samples.jsonl", "a") as fh:
