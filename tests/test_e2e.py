@@ -52,6 +52,13 @@ def test_quickstart_loop_writes_a_complete_run_directory(tmp_path):
             assert child.parent_id is not None and child.epoch in (1, 2) and child.feedback
         assert arch.get_population()[0] == 2
     assert (run / "best_program.py").read_text().startswith("# HELIX best program")
+    for r in rows:  # the logged metric set is consistent with itself
+        shares = [v for k, v in r.items() if k.startswith("share_")]
+        assert len(shares) >= 5 and all(0 <= v <= 1 for v in shares) and sum(shares) <= 1 + 1e-9
+        assert 1 <= r["pareto_front_size"] <= r["pool_size"] and r["archive_size"] == 1 + 4 * r["epoch"]
+        assert 0 <= r["diversity_p10"] <= r["diversity_p50"] <= r["diversity_p90"] <= 2
+        assert r["evals_per_s"] == pytest.approx(r["n_programs"] / (r["eval_busy_s"] or r["eval_time_s"]))
+        assert 0 <= r["zero_std_frac"] <= 1 and r["clip_frac"] == 0.0
     offline = list((run / "wandb").glob("offline-run-*"))  # wandb is offline by default: files, no network
     assert len(offline) == 1 and list(offline[0].glob("*.wandb"))
     model = AutoModelForCausalLM.from_pretrained(run / "export")
@@ -252,6 +259,49 @@ def test_what_the_prompt_budget_dropped_is_logged(tmp_path):
     assert row["prompt_items_dropped"] == sum(len(d["dropped"]) for d in row["prompt_dropped"])
     with Archive(run / "archive.sqlite") as arch:
         assert arch.count() == 1 + 2 * 2
+
+
+def test_evo_only_builds_no_learner(tmp_path, monkeypatch):
+    """EvoOnly (trainer.enabled: false): no optimizer and no reference model exist at all."""
+    import train.learner
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("EvoOnly built a Learner (optimizer + reference model)")
+
+    monkeypatch.setattr(train.learner, "Learner", refuse)
+    run = run_helix(tmp_path, "trainer.enabled=false", "trainer.epochs=1", "run.export=false")
+    (row,) = metrics(run)
+    assert "loss" not in row and "kl" not in row and row["archive_size"] == 5
+
+
+@pytest.mark.parametrize("trainer", ["true", "false"], ids=["train_only", "best_of_n"])
+def test_without_a_population_every_prompt_is_the_starter(tmp_path, trainer):
+    """TrainOnly / BestOfN: valid children exist (the scripted harmless edit) but never become
+    parents, so every child's parent is the seed and no prompt shows ancestors."""
+    from population.archive import Archive
+
+    ENGINES["scripted"] = ScriptedEngine
+    try:
+        run = run_helix(tmp_path, "rollout.engine=scripted", "rollout.group_size=4", "population.enabled=false",
+                        f"trainer.enabled={trainer}", "run.export=false")
+    finally:
+        del ENGINES["scripted"]
+    with Archive(run / "archive.sqlite") as arch:
+        ids = [int(i) for i in arch.all_ids()]
+        children = [arch.get(i) for i in ids[1:]]
+        assert len(children) == 2 * 2 * 4 and any(c.valid for c in children)
+        assert {c.parent_id for c in children} == {ids[0]}
+    samples = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+    assert samples and {s["parent_id"] for s in samples} == {ids[0]}
+
+
+def test_a_wall_time_budget_stops_after_the_epoch_that_reaches_it(tmp_path, capsys):
+    from train.checkpoint import latest_checkpoint
+
+    run = run_helix(tmp_path, "trainer.epochs=3", "run.time_budget_s=0.001", "run.export=false", "trainer.enabled=false")
+    assert [r["epoch"] for r in metrics(run)] == [1]
+    assert "budget reached after epoch 1" in capsys.readouterr().out
+    assert latest_checkpoint(run).name == "epoch-000001"  # the stopped run can be resumed
 
 
 def test_config_error_exits_2_with_message(capsys):
