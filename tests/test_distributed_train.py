@@ -87,6 +87,35 @@ def test_deepspeed_zero3_generates_resumes_and_exports(single, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["fsdp2", "deepspeed"])
+def test_one_process_keeps_fsdp2_and_deepspeed(single, tmp_path, strategy):
+    """One process asking for fsdp2/deepspeed gets it (a process group of one), not a silent
+    'none': same update as the plain single process."""
+    weights, losses = _run(tmp_path, "--steps", "2", "--strategy", strategy)
+    _assert_same(weights, single[0])
+    assert losses == pytest.approx(single[1], rel=1e-4, abs=1e-6)
+
+
+@pytest.mark.slow
+def test_bf16_offload_and_gradient_checkpointing_train_like_fp32(single, tmp_path):
+    """The memory switches together (FSDP2 bf16 compute with fp32 master weights, CPU offload,
+    recomputed activations) on 2 ranks: the weights move as in fp32, to bf16 precision."""
+    from train.models import load_policy
+
+    weights, losses = _run(tmp_path, "--steps", "2", "--strategy", "fsdp2", "--bf16", "--offload",
+                           "--gradient-checkpointing", ranks=2)
+    initial = load_policy("tiny-random", "float32", None, seed=0)[0].state_dict()
+    ours = torch.cat([(weights[k] - initial[k]).flatten() for k in sorted(weights)])
+    fp32 = torch.cat([(single[0][k] - initial[k]).flatten() for k in sorted(weights)])
+    # Adam's first steps move each weight by about lr (1e-2) whatever its gradient's size, so where
+    # a gradient is near 0 bf16 noise can flip a weight's direction: compare the updates as a whole.
+    assert fp32.abs().mean() > 5e-3
+    assert torch.nn.functional.cosine_similarity(ours, fp32, dim=0) > 0.99
+    assert (ours - fp32).abs().mean() < 0.02 * fp32.abs().mean()
+    assert losses == pytest.approx(single[1], rel=1e-2, abs=1e-3)
+
+
+@pytest.mark.slow
 def test_ppo_mini_batches_on_two_ranks_match_one_process(tmp_path):
     """2 optimizer steps per batch (4 groups): each rank's groups are dealt to the mini-batches
     round-robin, so mini-batch u holds the same groups on 1 and on 2 ranks; the frozen pi_old

@@ -39,18 +39,33 @@ class DistInfo:
         return torch.device("cpu")
 
 
-def init_distributed() -> DistInfo:
+def init_distributed(single_process_group: bool = False) -> DistInfo:
+    """``single_process_group``: also start a process group of one where torchrun did not (plain
+    ``python``), because FSDP2 and DeepSpeed need one: sharding one rank still buys bf16 mixed
+    precision and CPU offload, which is how a policy too big for one GPU trains on one GPU."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if torch.cuda.is_available():
         torch.cuda.set_device(local_rank)  # before any CUDA work: nccl and FSDP2 use the current device
-    if world <= 1:
+    if world <= 1 and not single_process_group:
         return DistInfo(local_rank=local_rank)
     if not dist.is_initialized():
+        if world <= 1:  # torchrun's variables (DeepSpeed reads them too), for a group of one
+            for key, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1"),
+                               ("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", str(_free_port()))):
+                os.environ.setdefault(key, value)
         backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
         # Evaluation and embedding run on rank 0 while the others wait: allow a long barrier.
         dist.init_process_group(backend=backend, timeout=timedelta(hours=2))
     return DistInfo(dist.get_rank(), dist.get_world_size(), local_rank)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def broadcast(obj, info: DistInfo):
@@ -95,5 +110,5 @@ def shard(items: list, info: DistInfo) -> list:
 
 
 def shutdown(info: DistInfo) -> None:
-    if info.enabled and dist.is_initialized():
+    if dist.is_initialized():  # torchrun's group, or a single process's own
         dist.destroy_process_group()

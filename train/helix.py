@@ -318,7 +318,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from train.models import ModelNotFoundError
 
-    info = init_distributed()
+    from train.sharding import needs_process_group
+
+    info = init_distributed(single_process_group=needs_process_group(cfg.trainer.strategy, cfg.trainer.enabled))
     try:
         run(cfg, stem, info, resume=resume)
     except ConfigError as err:

@@ -23,14 +23,24 @@ STRATEGIES = ("auto", "none", "ddp", "fsdp2", "deepspeed")
 
 def resolve_strategy(name: str, info: DistInfo) -> str:
     """``auto``: a single process is ``none``; under torchrun, ``ddp`` (small policies replicate
-    cheaply; choose ``fsdp2`` or ``deepspeed`` explicitly when one copy per rank does not fit)."""
+    cheaply; choose ``fsdp2`` or ``deepspeed`` explicitly when one copy per rank does not fit).
+    ``fsdp2``/``deepspeed`` hold in one process too (its own process group of one, see
+    ``needs_process_group``): their bf16 and offload switches are the point there."""
     if name not in STRATEGIES:
         raise ValueError(f"unknown trainer.strategy {name!r}; valid: {', '.join(STRATEGIES)}")
     if name == "auto":
         return "ddp" if info.enabled else "none"
-    if name in ("ddp", "fsdp2", "deepspeed") and not info.enabled:
-        return "none"  # one process: nothing to replicate or shard
+    if name == "ddp" and not info.enabled:
+        return "none"  # one process: nothing to replicate
+    if name in ("fsdp2", "deepspeed") and not torch.distributed.is_initialized():
+        raise ValueError(f"trainer.strategy {name} needs a process group; start it with "
+                         "train.distributed.init_distributed(single_process_group=True) or torchrun")
     return name
+
+
+def needs_process_group(strategy: str, trainer_enabled: bool = True) -> bool:
+    """Whether a single process must start a process group of one for ``strategy``."""
+    return trainer_enabled and strategy in ("fsdp2", "deepspeed")
 
 
 def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
@@ -54,7 +64,7 @@ def shard_fsdp2(model: torch.nn.Module, bf16: bool, offload_params: bool) -> tor
     if bf16:
         kwargs["mp_policy"] = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     if offload_params:
-        kwargs["offload_policy"] = CPUOffloadPolicy()
+        kwargs["offload_policy"] = CPUOffloadPolicy(pin_memory=torch.cuda.is_available())  # pinning needs a GPU
     for layer in decoder_layers(model):
         fully_shard(layer, **kwargs)
     fully_shard(model, **kwargs)

@@ -15,6 +15,7 @@ from train.config import TrainerConfig  # noqa: E402
 from train.distributed import init_distributed, shard, shutdown  # noqa: E402
 from train.learner import Learner, Sample  # noqa: E402
 from train.models import load_policy  # noqa: E402
+from train.sharding import needs_process_group  # noqa: E402
 
 
 def batch(step: int) -> list[list[Sample]]:
@@ -40,17 +41,24 @@ def main() -> None:
     ap.add_argument("--token-budget", type=int, default=0)
     ap.add_argument("--zero-stage", type=int, default=3)
     ap.add_argument("--ppo-mini-batches", type=int, default=1)
+    ap.add_argument("--bf16", action="store_true")
+    ap.add_argument("--offload", action="store_true")
+    ap.add_argument("--gradient-checkpointing", action="store_true")
     ap.add_argument("--generate", action="store_true",
                     help="before the steps, each rank generates a different number of tokens (as the hf engine does)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    info = init_distributed()
+    info = init_distributed(single_process_group=needs_process_group(args.strategy))
     torch.manual_seed(0)
     model, tok = load_policy("tiny-random", "float32", None, seed=0)
+    if args.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
     cfg = TrainerConfig(lr=1e-2, grad_clip=1e9, strategy=args.strategy, micro_batch_size=2,
                         max_tokens_per_micro_batch=args.token_budget, lr_warmup_steps=2,
-                        zero_stage=args.zero_stage, ppo_mini_batches=args.ppo_mini_batches)
+                        zero_stage=args.zero_stage, ppo_mini_batches=args.ppo_mini_batches, bf16=args.bf16,
+                        offload_params=args.offload)
     learner = Learner(model, cfg, group_size=3, temperature=1.0, pad_id=tok.pad_token_id, info=info)
+    assert learner.strategy == ("none" if args.strategy == "ddp" and info.world == 1 else args.strategy), learner.strategy
     if args.load:
         learner.load_state(Path(args.load))
     if args.generate:
