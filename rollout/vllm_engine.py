@@ -2,7 +2,9 @@
 
 Single process: a plain in-process engine (``VLLM_ENABLE_V1_MULTIPROCESSING=0``). Under torchrun:
 ``distributed_executor_backend="external_launcher"``, reusing the trainer's process group; with
-``vllm_tp`` < world the ranks form data-parallel groups of tp ranks each. Weights arrive after
+``vllm_tp`` < world the ranks form data-parallel groups of tp ranks each. The ranks of one
+tensor-parallel group run one model together, so they must submit the same requests: each rank
+gathers its group's prompts, all generate the union, and each keeps its own. Weights arrive after
 every optimizer step as a full HF-named state (see rollout.engine_api) and are reloaded in place
 with ``reload_weights``; the prefix cache is reset after, or cached prompts keep old KV values.
 Logprobs are the raw per-token log pi (temperature 1, before top-p), what the trainer computes.
@@ -116,6 +118,7 @@ class VLLMEngine:
         self.tied = bool(config.get("tie_word_embeddings", False))
         t0 = time.perf_counter()
         self.llm = LLM(**kwargs)
+        self.tp_group = tensor_parallel_group(tp) if world > 1 else None
         self.startup_s = time.perf_counter() - t0
         self.asleep = False
         self.weights_stale = False  # level-2 sleep discarded the weights: only a sync restores them
@@ -161,22 +164,42 @@ class VLLMEngine:
         if self.prefix_stale:
             self.llm.reset_prefix_cache()
             self.prefix_stale = False
-        # Each request is seeded by its prompt's index, so batching does not change what is sampled.
+        # Each request is seeded by its prompt's index (and its rank's seed), so neither batching nor
+        # sharing a tensor-parallel group with other ranks changes what is sampled.
         size = self.batch_size or max(len(prompts), 1)
+        mine = [(first, prompts[first : first + size]) for first in range(0, len(prompts), size)]
+        members, me = self._tp_gather((mine, params))
         grouped: list[list[Completion]] = []
-        for first in range(0, len(prompts), size):
-            requests = [{"prompt_token_ids": list(p)} for p in prompts[first : first + size]]
-            outputs = self.llm.generate(requests, [self.sampling_params(params, first + i) for i in range(len(requests))],
-                                        use_tqdm=self.progress)
-            groups = [[_completion(c) for c in out.outputs] for out in outputs]
-            if on_batch is not None:
-                on_batch(first, groups)
-            grouped.extend(groups)
+        for k in range(max(len(batches) for batches, _ in members)):
+            requests, requests_params, span = [], [], (0, 0)
+            for m, (batches, member_params) in enumerate(members):
+                if k < len(batches):
+                    first, batch = batches[k]
+                    start = len(requests)
+                    requests += [{"prompt_token_ids": list(p)} for p in batch]
+                    requests_params += [self.sampling_params(member_params, first + i) for i in range(len(batch))]
+                    span = (start, len(requests)) if m == me else span
+            outputs = self.llm.generate(requests, requests_params, use_tqdm=self.progress)
+            if k < len(mine):
+                groups = [[_completion(c) for c in out.outputs] for out in outputs[span[0] : span[1]]]
+                if on_batch is not None:
+                    on_batch(mine[k][0], groups)
+                grouped.extend(groups)
         if self.sleep_level:
             self.llm.sleep(level=self.sleep_level)
             self.asleep = True
             self.weights_stale = self.sleep_level == 2
         return grouped
+
+    def _tp_gather(self, obj) -> tuple[list, int]:
+        """Every member's ``obj`` in this rank's tensor-parallel group, and this rank's index in it."""
+        if self.tp_group is None:
+            return [obj], 0
+        import torch.distributed as dist
+
+        out = [None] * dist.get_world_size(self.tp_group)
+        dist.all_gather_object(out, obj, group=self.tp_group)
+        return out, dist.get_rank(self.tp_group)
 
     def sync_weights(self, weights: Weights) -> None:
         """Reload the full HF-named weights in place, then drop cached prefixes computed with the old ones."""
@@ -188,6 +211,22 @@ class VLLMEngine:
             self.prefix_stale = True  # the KV cache is asleep; reset it when generate wakes it
         else:
             self.llm.reset_prefix_cache()
+
+
+def tensor_parallel_group(tp: int):
+    """This rank's tensor-parallel group (gloo, for Python objects) or None for tp 1. vLLM puts the
+    tensor-parallel dimension innermost, so a group is tp consecutive ranks; every rank creates
+    every group, in the same order, as ``new_group`` requires."""
+    import torch.distributed as dist
+
+    if tp <= 1 or not dist.is_initialized():
+        return None
+    rank, mine = dist.get_rank(), None
+    for g in range(dist.get_world_size() // tp):
+        ranks = list(range(g * tp, (g + 1) * tp))
+        group = dist.new_group(ranks, backend="gloo")
+        mine = group if rank in ranks else mine
+    return mine
 
 
 def _completion(c) -> Completion:

