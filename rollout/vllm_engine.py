@@ -80,6 +80,7 @@ def check_cpu_head_dim(model_dir: Path) -> None:
 @register_engine("vllm")
 class VLLMEngine:
     needs_sync = True
+    tp_group = None  # this rank's tensor-parallel process group (tp > 1 under torchrun)
 
     def __init__(self, model_dir: str | Path, *, tp: int = 1, dtype: str = "bfloat16", enforce_eager: bool = True,
                  gpu_memory_utilization: float = 0.5, kv_cache_gb: float = 2.0, max_model_len: int = 4096,
