@@ -82,6 +82,8 @@ def _helix(tmp_path, model_dir, *extra, nproc=1):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TMPDIR": str(tmp_path), "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    # A clean exit too: vLLM tears down its own process group at exit (we destroyed it once: traceback).
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     return [json.loads(line) for line in (tmp_path / "v" / "metrics.jsonl").read_text().splitlines()]
 
 

@@ -10,6 +10,7 @@ over gloo, so no caller has to move a Python float to the GPU to sum it.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -39,10 +40,14 @@ class DistInfo:
         return torch.device("cpu")
 
 
+_owns_group = False  # init_distributed made the default group (another library, e.g. vLLM, may have)
+
+
 def init_distributed(single_process_group: bool = False) -> DistInfo:
     """``single_process_group``: also start a process group of one where torchrun did not (plain
     ``python``), because FSDP2 and DeepSpeed need one: sharding one rank still buys bf16 mixed
     precision and CPU offload, which is how a policy too big for one GPU trains on one GPU."""
+    global _owns_group
     world = int(os.environ.get("WORLD_SIZE", "1"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if torch.cuda.is_available():
@@ -57,6 +62,7 @@ def init_distributed(single_process_group: bool = False) -> DistInfo:
         backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
         # Evaluation and embedding run on rank 0 while the others wait: allow a long barrier.
         dist.init_process_group(backend=backend, timeout=timedelta(hours=2))
+        _owns_group = True
     return DistInfo(dist.get_rank(), dist.get_world_size(), local_rank)
 
 
@@ -110,5 +116,16 @@ def shard(items: list, info: DistInfo) -> list:
 
 
 def shutdown(info: DistInfo) -> None:
-    if dist.is_initialized():  # torchrun's group, or a single process's own
-        dist.destroy_process_group()
+    """Destroy the default group if we made it; a single-process vLLM engine makes and tears down its own.
+    vLLM's groups inside ours go first: destroying ours destroys them, and vLLM's exit hook would then
+    fail on them ("Invalid process group specified")."""
+    global _owns_group
+    if _owns_group and dist.is_initialized():
+        if "vllm.distributed.parallel_state" in sys.modules:
+            from vllm.distributed.parallel_state import destroy_distributed_environment, destroy_model_parallel
+
+            destroy_model_parallel()
+            destroy_distributed_environment()  # its world group, then the default group
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    _owns_group = False
