@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from train.distributed import DistInfo, broadcast
-from train.run_dir import json_line
+from train.run_dir import clean_row
 
 CHECKPOINTS = "checkpoints"
 _NAME = re.compile(r"^epoch-(\d{6})$")
@@ -95,8 +95,8 @@ def save_checkpoint(run_dir: Path | None, epoch: int, learner, evolution, info: 
         with open(tmp / "evolution.npz", "wb") as fh:
             np.savez(fh, **state)
         if logs is not None:
-            (tmp / "logs.json").write_text(json.dumps({"metrics": json.loads(json_line(logs["metrics"])),
-                                                       "samples": [json.loads(json_line(r)) for r in logs["samples"]]}))
+            (tmp / "logs.json").write_text(json.dumps({"metrics": clean_row(logs["metrics"]),
+                                                       "samples": [clean_row(r) for r in logs["samples"]]}))
         (tmp / "state.json").write_text(json.dumps({"epoch": epoch, "world_size": info.world, "time": time.time(),
                                                     "archive_max_id": int(state["archive/max_id"])}))
         _fsync_tree(tmp)

@@ -61,9 +61,13 @@ def _clean(value):
     return value
 
 
+def clean_row(row: dict) -> dict:
+    """NaN and inf become None (null in JSON: strict JSON readers reject NaN)."""
+    return {k: _clean(v) for k, v in row.items()}
+
+
 def json_line(row: dict) -> str:
-    """One JSONL line; NaN and inf become null (strict JSON readers reject them)."""
-    return json.dumps({k: _clean(v) for k, v in row.items()}) + "\n"
+    return json.dumps(clean_row(row)) + "\n"
 
 
 def _last_epoch(path: Path) -> int:
