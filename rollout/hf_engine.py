@@ -37,7 +37,7 @@ class HFEngine:
         return param.device if param is not None else torch.device("cpu")
 
     @classmethod
-    def from_config(cls, cfg, model=None, tokenizer=None, info=None, progress: bool = False):
+    def from_config(cls, cfg, model=None, tokenizer=None, info=None, progress: bool = False, model_path: str | None = None):
         if model is None or tokenizer is None:
             raise ValueError("the hf engine samples from the trainer's module: build_engine needs model= and tokenizer=")
         engine = cls(model, tokenizer, cfg.rollout.batch_size, progress)

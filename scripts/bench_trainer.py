@@ -3,6 +3,7 @@ on the same model and the same fixed batch, in the same run.
 
     .venv/bin/python scripts/bench_trainer.py                     # prints a markdown table
     .venv/bin/python scripts/bench_trainer.py --seqs 8 --prompt-len 512 --completion-len 256
+    .venv/bin/python scripts/bench_trainer.py --impl prefix   # Learner.step, trainer.shared_prefix off vs on
 
 One step = what each trainer does per batch of fresh rollouts once rewards are known: the frozen
 reference forward (KL term), group-normalised advantages, the policy forward/backward over
@@ -20,6 +21,11 @@ peaks do not mix: "peak RSS" is the child's ``resource.getrusage`` maximum (mode
 optimizer state and activations), "step RSS" is the peak above the pre-step baseline sampled from
 /proc/self/statm every millisecond during the timed steps. On a shared machine the minimum step
 time is the steadier figure (contention only ever adds time); both are printed.
+
+``--impl prefix`` times our step twice on the same batch instead, with ``trainer.shared_prefix``
+off (one row per sample) and on (a group's prompt computed once per micro-batch), each in its own
+process; ``--max-tokens`` sets ``trainer.max_tokens_per_micro_batch`` for both, so they can be
+held to the same activation budget. The G samples of a group share one prompt in every mode.
 """
 
 from __future__ import annotations
@@ -43,9 +49,11 @@ import torch  # noqa: E402
 
 
 def fixed_batch(args, vocab: int):
-    """Deterministic prompt/completion token ids and rewards (rewards vary within every group)."""
+    """Deterministic prompt/completion token ids and rewards (rewards vary within every group); the
+    G samples of a group share their prompt, as in GRPO."""
     gen = torch.Generator().manual_seed(args.seed)
-    prompts = torch.randint(100, vocab, (args.seqs, args.prompt_len), generator=gen)
+    prompts = torch.randint(100, vocab, (args.seqs // args.group_size, args.prompt_len), generator=gen)
+    prompts = prompts.repeat_interleave(args.group_size, dim=0)
     completions = torch.randint(100, vocab, (args.seqs, args.completion_len), generator=gen)
     rewards = torch.rand(args.seqs, generator=gen)
     groups = torch.arange(args.seqs) // args.group_size
@@ -81,8 +89,8 @@ class RssSampler:
         return False
 
 
-def ours(args, model, tokenizer, batch):
-    """Returns a step function and a one-line description of the first step's loss/grad norm."""
+def ours(args, model, tokenizer, batch, shared_prefix: bool = True):
+    """Returns a step function giving (loss, grad norm); ``shared_prefix`` is trainer.shared_prefix."""
     from train.config import TrainerConfig
     from train.distributed import DistInfo
     from train.learner import Learner, Sample
@@ -90,12 +98,13 @@ def ours(args, model, tokenizer, batch):
     prompts, completions, rewards, groups = batch
     samples = [Sample(p.tolist(), c.tolist(), float(r), int(g)) for p, c, r, g in zip(prompts, completions, rewards, groups)]
     cfg = TrainerConfig(lr=args.lr, grad_clip=1.0, kl_coef=1e-3, kl_type="low_var_kl", clip_ratio_low=0.2,
-                        clip_ratio_high=0.2, loss_agg_mode="token-mean", micro_batch_size=args.micro_batch, strategy="none")
+                        clip_ratio_high=0.2, loss_agg_mode="token-mean", micro_batch_size=args.micro_batch, strategy="none",
+                        max_tokens_per_micro_batch=args.max_tokens, shared_prefix=shared_prefix)
     learner = Learner(model, cfg, group_size=args.group_size, temperature=1.0, pad_id=tokenizer.pad_token_id, info=DistInfo())
 
     def step():
         m = learner.step(samples)
-        return m["loss"], m["grad_norm"]
+        return m["loss"], m["grad_norm"], m["micro_batches"]
 
     return step
 
@@ -160,7 +169,9 @@ def child(args) -> dict:
         tokenizer.save_pretrained(path)
         model, tokenizer = load_policy(path, "float32")
     batch = fixed_batch(args, model.config.vocab_size)
-    step = {"ours": ours, "trl": trl}[args.child](args, model, tokenizer, batch)
+    impls = {"ours": ours, "trl": trl, "plain": lambda *a: ours(*a, shared_prefix=False),
+             "shared": lambda *a: ours(*a, shared_prefix=True)}
+    step = impls[args.child](args, model, tokenizer, batch)
     first = [step() for _ in range(args.warmup)][0]
     times = []
     with RssSampler() as rss:
@@ -168,7 +179,7 @@ def child(args) -> dict:
             start = time.perf_counter()
             step()
             times.append(time.perf_counter() - start)
-    return {"times": times, "first_loss": first[0], "first_grad_norm": first[1],
+    return {"times": times, "first_loss": first[0], "first_grad_norm": first[1], "micro_batches": first[2:3],
             "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "step_rss": rss.peak - rss.base}
 
 
@@ -185,8 +196,10 @@ def main(argv=None) -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--impl", choices=["both", "ours", "trl"], default="both")
-    ap.add_argument("--child", choices=["ours", "trl"], help=argparse.SUPPRESS)
+    ap.add_argument("--max-tokens", type=int, default=0, help="trainer.max_tokens_per_micro_batch (ours only)")
+    ap.add_argument("--impl", choices=["both", "ours", "trl", "prefix"], default="both",
+                    help="both: ours vs TRL; prefix: ours with trainer.shared_prefix off vs on")
+    ap.add_argument("--child", choices=["ours", "trl", "plain", "shared"], help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.seqs % args.group_size or args.seqs % args.micro_batch:
         ap.error(f"--seqs ({args.seqs}) must be a multiple of --group-size and --micro-batch")
@@ -196,7 +209,7 @@ def main(argv=None) -> None:
         print(json.dumps(child(args)))
         return
 
-    impls = ["ours", "trl"] if args.impl == "both" else [args.impl]
+    impls = {"both": ["ours", "trl"], "prefix": ["plain", "shared"]}.get(args.impl, [args.impl])
     results = {}
     for impl in impls:  # a fresh process each, so the RSS peaks are separate
         cmd = [sys.executable, __file__, *(argv if argv is not None else sys.argv[1:]), "--child", impl]
@@ -210,8 +223,12 @@ def main(argv=None) -> None:
     mib = 1 / 2**20
     print(f"\nCommand: `.venv/bin/python scripts/bench_trainer.py {' '.join(argv if argv is not None else sys.argv[1:])}`")
     print(f"Model {args.model}, fp32, {args.seqs} seqs x ({args.prompt_len} prompt + {args.completion_len} completion) tokens, "
-          f"G={args.group_size}, micro-batch {args.micro_batch}, {args.threads} torch threads, "
+          f"G={args.group_size}, micro-batch {args.micro_batch}"
+          f"{f', token budget {args.max_tokens}' if args.max_tokens else ''}, {args.threads} torch threads, "
           f"median of {args.repeats} steps after {args.warmup} warm-up.\n")
+    if args.impl == "prefix":
+        print_prefix_table(results, tokens)
+        return
     print("| trainer | median step (s) | min step (s) | tokens/s (median) | peak RSS (MiB) | step RSS above baseline (MiB) "
           "| first-step loss | first-step grad norm |")
     print("|---|---|---|---|---|---|---|---|")
@@ -225,6 +242,22 @@ def main(argv=None) -> None:
         print(f"\nours/TRL: median step time {statistics.median(o['times']) / statistics.median(t['times']):.2f}x, "
               f"min step time {min(o['times']) / min(t['times']):.2f}x, "
               f"peak RSS {o['peak_rss'] / t['peak_rss']:.2f}x, step RSS {o['step_rss'] / max(t['step_rss'], 1):.2f}x")
+
+
+def print_prefix_table(results: dict, tokens: int) -> None:
+    """Rows for trainer.shared_prefix off and on, and their ratios."""
+    mib = 1 / 2**20
+    print("| trainer.shared_prefix | micro-batches | median step (s) | min step (s) | tokens/s (min) | peak RSS (MiB) "
+          "| step RSS above baseline (MiB) | first-step loss | first-step grad norm |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for impl, r in results.items():
+        print(f"| {'off' if impl == 'plain' else 'on'} | {r['micro_batches'][0]} | {statistics.median(r['times']):.2f} "
+              f"| {min(r['times']):.2f} | {tokens / min(r['times']):.0f} | {r['peak_rss'] * mib:.0f} "
+              f"| {r['step_rss'] * mib:.0f} | {r['first_loss']:.6e} | {r['first_grad_norm']:.6f} |")
+    on, off = results["shared"], results["plain"]
+    print(f"\non/off: min step time {min(on['times']) / min(off['times']):.2f}x, median step time "
+          f"{statistics.median(on['times']) / statistics.median(off['times']):.2f}x, peak RSS "
+          f"{on['peak_rss'] / off['peak_rss']:.2f}x, step RSS {on['step_rss'] / max(off['step_rss'], 1):.2f}x")
 
 
 if __name__ == "__main__":

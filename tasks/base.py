@@ -1,5 +1,5 @@
 """The task contract: a folder under tasks/ with task.yaml, description.md, initial_program.py, verifier.py,
-and optionally prompt.md.
+and optionally prompt.md and brief.md.
 
 Adding a task means adding a folder; nothing else changes. A task never trusts the program:
 ``verify`` gets only the JSON-decoded value the sandbox returned and recomputes the reward from
@@ -8,6 +8,9 @@ without its entry function fails loudly at start-up, not as zero rewards later.
 
 ``description.md`` must not state a time limit: the prompt states the one the evaluator enforces
 (task.timeout_s in the config, else timeout_s here), which a hard-coded one would contradict.
+
+``brief.md`` (optional) is a short description, for small models on small machines: the prompt
+shows it instead of description.md under ``rollout.description: brief`` (the CPU quickstart).
 
 ``prompt.md`` (optional) replaces rollout.prompts.DEFAULT_TEMPLATE, the user message of every
 prompt for this task. Its placeholders are rollout.prompts.PLACEHOLDERS ({description},
@@ -90,6 +93,13 @@ class Task:
     cascade_entry: str | None = None  # stage-1 function of the harness
     cascade_timeout_s: float | None = None
     prompt_template: str | None = None  # prompt.md; None: rollout.prompts.DEFAULT_TEMPLATE
+    brief: str | None = None  # brief.md: a short description for small models (rollout.description: brief)
+
+    def prompt_description(self, style: str = "full") -> str:
+        """The description a prompt shows: ``brief`` takes brief.md where the task has one."""
+        if style not in ("full", "brief"):
+            raise ValueError(f"description style must be 'full' or 'brief', got {style!r}")
+        return self.brief if style == "brief" and self.brief else self.description
 
     @property
     def run_entry(self) -> str:
@@ -257,4 +267,5 @@ def load_task(name: str) -> Task:
         data_files=_data_files(folder, spec.get("data_files", [])), cascade_entry=spec.get("cascade_entry"),
         cascade_timeout_s=float(spec["cascade_timeout_s"]) if "cascade_timeout_s" in spec else None,
         prompt_template=_read_prompt_template(folder),
+        brief=(folder / "brief.md").read_text(encoding="utf-8").strip() + "\n" if (folder / "brief.md").is_file() else None,
     )

@@ -16,7 +16,7 @@ from train.helix import main
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = str(ROOT / "configs" / "quickstart.yaml")
-TINY = ["model.policy=tiny-random", "rollout.engine=hf", "rollout.max_new_tokens=12", "rollout.group_size=2", "trainer.prompts_per_epoch=2",
+TINY = ["model.policy=tiny-random", "warm_start.enabled=false", "rollout.engine=hf", "rollout.max_new_tokens=12", "rollout.group_size=2", "trainer.prompts_per_epoch=2",
         "trainer.epochs=2", "run.progress=false", "task.eval_workers=2", "population.size=4"]
 
 

@@ -112,3 +112,62 @@ def test_clip_higher_lets_a_positive_advantage_ratio_grow_further(high, expected
     loss, parts = grpo_loss(log_prob, torch.zeros(1, 1), None, torch.ones(1, 1), torch.ones(1, 1), None, cfg)
     assert loss.item() == pytest.approx(expected, rel=1e-6)
     assert parts["clip_frac"] == pytest.approx(clipped)
+
+
+# --- exact advantages at realistic reward values -------------------------------------------
+
+RECORD = 2.6359830849  # the HELIX circle-packing record
+
+
+def _mask(n: int, width: int = 4) -> torch.Tensor:
+    return torch.ones(n, width)
+
+
+@pytest.mark.parametrize("value, g", [(RECORD, 16), (RECORD, 8), (2.6359830849 * 1.0000001, 3), (11.873462, 16), (0.1, 7)])
+def test_a_group_of_equal_rewards_gets_exactly_zero_advantage(value, g):
+    # float32 verl math gave +0.1913 for sixteen copies of the record: its mean is one ulp off.
+    rewards = torch.tensor([value] * g, dtype=torch.float64)
+    adv = compute_advantages(rewards, np.zeros(g, dtype=int), _mask(g))
+    assert torch.equal(adv, torch.zeros(g, 4))
+    assert zero_std_fraction(rewards, np.zeros(g, dtype=int)) == 1.0
+
+
+def test_near_ties_keep_their_order_and_spacing():
+    # 1e-7 apart at 2.636 is below float32 resolution (ulp 2.4e-7): float32 math gave [-0.20, 0, 0, 0.20].
+    rewards = torch.tensor([RECORD + k * 1e-7 for k in range(4)], dtype=torch.float64)
+    adv = compute_advantages(rewards, np.zeros(4, dtype=int), _mask(4))[:, 0].double().numpy()
+    r = rewards.numpy()
+    expected = (r - r.mean()) / (r.std(ddof=1) + 1e-6)  # float64 reference, verl's formula
+    np.testing.assert_allclose(adv, expected, rtol=1e-5)
+    assert np.all(np.diff(adv) > 0)
+    np.testing.assert_allclose(np.diff(adv), np.full(3, np.diff(adv).mean()), rtol=1e-4)  # evenly spaced in, evenly out
+    assert zero_std_fraction(rewards, np.zeros(4, dtype=int)) == 0.0
+
+
+def test_symbolic_regression_scale_rewards_match_a_float64_reference():
+    r = np.array([11.873462, 11.873461, 12.402718, 0.0, 11.873462, 3.1415926, 3.1415926, 3.1415926])
+    groups = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    r[4] = 3.1415926  # group 1 is four equal rewards
+    adv = compute_advantages(torch.tensor(r), groups, _mask(8))[:, 0].double().numpy()
+    g0 = r[:4]
+    np.testing.assert_allclose(adv[:4], (g0 - g0.mean()) / (g0.std(ddof=1) + 1e-6), rtol=1e-6)
+    assert adv[0] > adv[1]  # 1e-6 apart at 11.87: kept apart
+    assert np.all(adv[4:] == 0.0)
+    assert zero_std_fraction(torch.tensor(r), groups) == 0.5
+
+
+def test_zero_std_fraction_counts_exactly_the_tied_groups():
+    r = torch.tensor([RECORD] * 4 + [RECORD, RECORD, RECORD, RECORD + 1e-9] + [0.0] * 4, dtype=torch.float64)
+    groups = np.repeat([5, 9, 2], 4)  # group ids need not be 0..n-1
+    assert zero_std_fraction(r, groups) == pytest.approx(2 / 3)
+    adv = compute_advantages(r, groups, _mask(12))[:, 0]
+    assert torch.all(adv[:4] == 0) and torch.all(adv[8:] == 0) and torch.all(adv[4:8] != 0)
+
+
+@pytest.mark.parametrize("estimator", ["grpo_vectorized", "rloo", "opo"])
+def test_other_group_relative_estimators_also_give_ties_exactly_zero(estimator):
+    rewards = torch.tensor([RECORD] * 16 + [RECORD + k * 1e-3 for k in range(16)], dtype=torch.float64)
+    groups = np.repeat([0, 1], 16)
+    adv = compute_advantages(rewards, groups, _mask(32), estimator=estimator)
+    assert torch.equal(adv[:16], torch.zeros(16, 4))
+    assert torch.all(adv[16:, 0].diff() > 0)

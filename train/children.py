@@ -1,7 +1,9 @@
 """Turn completions into child programs and evaluate them, overlapped with generation.
 
 A child is its parent with the completion's SEARCH/REPLACE edits applied; an answer whose edits
-do not apply is archived as a failed edit with the reason as feedback, and never run. With
+do not apply is archived as a failed edit with the reason as feedback, and never run. Nor is a
+child whose edits change nothing (canonically equal to its parent): it is archived as "unchanged"
+with reward 0 and stays out of the selection pool. With
 ``rollout.batch_size`` > 0 the engine hands over each batch of prompts as it finishes, and
 ``BackgroundEvaluation`` evaluates those children in a thread while the next batch generates:
 on a GPU node the sandbox pool (CPU) then runs under generation (GPU) instead of after it.
@@ -12,12 +14,17 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+UNCHANGED = ("Edit applied but changed nothing: the child is the parent again (same code up to layout and "
+             "comments). Change what the program computes.")
+
 
 def evaluate_children(evo, jobs: list, outputs: list[list[tuple]], epoch: int, progress: bool):
     """Apply each completion's edits to its parent and evaluate the programs in the sandbox."""
+    from population.canonical import canonicalize
     from rollout.edits import EditError, child_program
 
     rows, is_program, codes, where = [], [], [], []
+    parents: dict[int, str] = {}
     for job, group in zip(jobs, outputs):
         for g, (_, text, _) in enumerate(group):
             row = dict(parent_id=job.parent_id, epoch=epoch, prompt_id=f"e{epoch}-p{job.index}-g{g}", completion=text)
@@ -28,6 +35,16 @@ def evaluate_children(evo, jobs: list, outputs: list[list[tuple]], epoch: int, p
                            metrics={"edit_failed": 1.0}, eval_time_s=0.0)
                 is_program.append(False)
             else:
+                if job.parent_id not in parents:
+                    parents[job.parent_id] = canonicalize(job.parent_code)
+                if canonicalize(code) == parents[job.parent_id]:
+                    # A no-op (same code up to layout and comments) is no new program: it is not run, does
+                    # not join the pool, and the learner sees reward 0, so copying the parent earns nothing.
+                    row.update(code=code, reward=0.0, valid=False, feedback=UNCHANGED, metrics={"unchanged": 1.0},
+                               eval_time_s=0.0)
+                    is_program.append(False)
+                    rows.append(row)
+                    continue
                 row["code"] = code
                 codes.append(code)
                 where.append(len(rows))

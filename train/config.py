@@ -50,6 +50,7 @@ class RolloutConfig:
     max_new_tokens: int = 1024
     max_prompt_tokens: int = 4096
     n_ancestors: int = 2  # n-1 in eq. 5: ancestors shown besides the parent
+    description: Literal["full", "brief"] = "full"  # brief: the task's brief.md where it has one (small CPU prompts)
     # Prompts per generate call; 0: all of this rank's prompts at once. > 0: rank 0 evaluates each
     # finished batch's children while the next batch generates (sandbox CPU under generation GPU).
     batch_size: int = 0
@@ -106,6 +107,10 @@ class TrainerConfig:
     offload_optimizer: bool = False  # deepspeed: ZeRO offload_optimizer; fsdp2: same as offload_params
     zero_stage: int = 3  # deepspeed only: 1 optimizer state, 2 + gradients, 3 + parameters sharded
     max_tokens_per_micro_batch: int = 0  # >0: micro-batches by padded token count instead of micro_batch_size
+    # Compute a group's prompt once for all its responses in a micro-batch (4D mask; exact, not an
+    # approximation). Falls back to one row per sample if the attention implementation takes no
+    # custom 4D mask (flash_attention_*, flex); only sdpa and eager do.
+    shared_prefix: bool = True
     # With an engine that returns logprobs (vllm): none = only log the engine/trainer mismatch
     # (rollout_logprob_diff); token / sequence = verl's truncated importance sampling (TIS) weights
     # pi_trainer / pi_engine, capped at rollout_is_threshold. Needs rollout.temperature 1.0.
@@ -146,12 +151,29 @@ class RunConfig:
     # unless this says online. metrics.jsonl is written either way.
     wandb: Literal["disabled", "offline", "online"] = "offline"
     progress: bool = True
+    # file: library chatter (vLLM's INFO/WARNING lines and load bars, wandb's banners) goes to
+    # RUN_DIR/library.log, so the terminal shows the progress bar, the epoch table and HELIX's own lines.
+    library_logs: Literal["file", "console"] = "file"
     samples_per_epoch: int = 2  # completions written to samples.jsonl for inspection
     checkpoint_every: int = 1  # epochs between checkpoints (model, optimizer, RNG, population); 0: never
     keep_checkpoints: int = 2  # newest checkpoints kept on disk; older ones are deleted
     # Budgets for fair comparisons (scripts/ablate.py): stop after the epoch that reaches either.
     max_evaluations: int = 0  # children generated (edited and evaluated); 0: no limit
     time_budget_s: float = 0.0  # wall-clock seconds; 0: no limit
+
+
+@dataclass
+class WarmStartConfig:
+    # A short supervised fine-tune of model.policy on synthetic edits of the task's starter program
+    # (train/warm_start.py), built once and cached; the run's policy AND reference model start from it.
+    enabled: bool = False
+    tasks: str = ""  # comma-separated task names whose starters make the data; empty: the run's task
+    parents: int = 8  # prompts: the starter and valid mutants of it (each shown with its ancestor)
+    answers_per_parent: int = 8  # target edits per prompt, each a valid mutant of that parent
+    epochs: int = 2  # passes over the prompts; one optimizer step per prompt
+    lr: float = 5.0e-5
+    bf16: bool = True  # bf16 autocast for the fine-tune (weights stay fp32)
+    seed: int = 0
 
 
 @dataclass
@@ -163,6 +185,7 @@ class HelixConfig:
     population: PopulationConfig = field(default_factory=PopulationConfig)
     selection: SelectionConfig = field(default_factory=SelectionConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
 
 
 # (section.key, predicate, human-readable rule)
@@ -175,6 +198,10 @@ _RULES: list[tuple[str, Any, str]] = [
     ("rollout.n_ancestors", lambda v: v >= 0, "must be >= 0"),
     ("rollout.batch_size", lambda v: v >= 0, "must be >= 0"),
     ("trainer.epochs", lambda v: v >= 1, "must be >= 1"),
+    ("warm_start.parents", lambda v: v >= 1, "must be >= 1"),
+    ("warm_start.answers_per_parent", lambda v: v >= 1, "must be >= 1"),
+    ("warm_start.epochs", lambda v: v >= 1, "must be >= 1"),
+    ("warm_start.lr", lambda v: v > 0, "must be > 0"),
     ("trainer.prompts_per_epoch", lambda v: v >= 1, "must be >= 1"),
     ("trainer.lr", lambda v: v >= 0, "must be >= 0"),
     ("trainer.weight_decay", lambda v: v >= 0, "must be >= 0"),

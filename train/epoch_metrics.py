@@ -41,7 +41,8 @@ def epoch_metrics(epoch: int, rows: list[dict], is_program: list[bool], completi
     m = dict(
         epoch=epoch,
         reward_mean=float(rewards.mean()), reward_max=float(rewards.max()), best_reward=best_reward or 0.0,
-        valid_frac=float(np.mean([bool(r["valid"]) for r in rows])), edit_fail_frac=1.0 - n_programs / len(rows),
+        valid_frac=float(np.mean([bool(r["valid"]) for r in rows])), edit_fail_frac=float(np.mean([bool(r["metrics"].get("edit_failed")) for r in rows])),
+        unchanged_frac=float(np.mean([bool(r["metrics"].get("unchanged")) for r in rows])),
         diversity_mean=float(pop_div.mean()) if len(pop_div) else None,
         **_percentiles(pop_div, "diversity"),
         child_diversity_mean=float(child_div.mean()) if len(child_div) else None,

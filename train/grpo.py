@@ -44,34 +44,63 @@ def known_policy_losses() -> list[str]:
 
 def outcome_token_rewards(rewards: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
     """Place each sequence's scalar reward on its last response token, as verl expects."""
-    token_rewards = torch.zeros_like(response_mask, dtype=torch.float32)
+    dtype = torch.float64 if rewards.dtype == torch.float64 else torch.float32
+    token_rewards = torch.zeros_like(response_mask, dtype=dtype)
     last = (response_mask.sum(-1) - 1).clamp(min=0).long()
-    token_rewards[torch.arange(len(rewards)), last] = rewards.float()
+    token_rewards[torch.arange(len(rewards)), last] = rewards.to(dtype)
     return token_rewards
+
+
+# Estimators whose advantage is the reward minus its own group's baseline: a tied group is exactly 0
+# there. (reinforce_plus_plus* whiten over the whole batch, where a tied group still carries signal.)
+GROUP_RELATIVE = frozenset({"grpo", "grpo_vectorized", "grpo_passk", "rloo", "rloo_vectorized", "opo", "gpg"})
+
+
+def tied_groups(rewards: torch.Tensor, group_ids: np.ndarray) -> np.ndarray:
+    """Per sample: is its group's reward exactly equal across the group (max == min, in float64)?
+    Such a group carries no signal, whatever rounding the mean and std would add."""
+    r = np.asarray(rewards.detach().cpu().double().numpy() if isinstance(rewards, torch.Tensor) else rewards, dtype=np.float64)
+    groups = np.asarray(list(group_ids), dtype=object)
+    tied = np.zeros(len(r), dtype=bool)
+    for g in dict.fromkeys(groups.tolist()):
+        members = groups == g
+        tied[members] = r[members].max() == r[members].min()
+    return tied
 
 
 def compute_advantages(rewards: torch.Tensor, group_ids: np.ndarray, response_mask: torch.Tensor,
                        estimator: str = "grpo", norm_by_std: bool = True) -> torch.Tensor:
-    """Group-relative advantages, one per token. A group whose G rewards are equal gets 0."""
-    token_rewards = outcome_token_rewards(rewards, response_mask)
+    """Group-relative advantages, one per token, from verl's estimator run in float64.
+
+    float64 because rewards that differ in their 7th digit (2.6359830849 vs 2.6359831849) are one
+    float32 ulp apart: in float32 the mean lands an ulp off and the std is an ulp, so the group
+    either reads as ties with a spurious +-0.19 or loses its order. A group whose rewards are all
+    exactly equal gets exactly 0 (verl's (r - mean) / (std + eps) would leave rounding residue)."""
+    rewards64 = torch.as_tensor(rewards, dtype=torch.float64)
+    mask64 = response_mask.to(torch.float64)
+    token_rewards = outcome_token_rewards(rewards64, mask64)
     fn = core_algos.get_adv_estimator_fn(estimator)
-    kwargs = dict(token_level_rewards=token_rewards, response_mask=response_mask.float(), index=np.asarray(group_ids, dtype=object))
+    kwargs = dict(token_level_rewards=token_rewards, response_mask=mask64, index=np.asarray(group_ids, dtype=object))
     if estimator == "grpo":
         kwargs["norm_adv_by_std_in_grpo"] = norm_by_std
     else:
         kwargs["config"] = AlgoConfig(adv_estimator=estimator, norm_adv_by_std_in_grpo=norm_by_std)
     advantages, _ = fn(**kwargs)
-    return advantages
+    advantages = advantages.to(torch.float64)
+    if estimator in GROUP_RELATIVE:
+        advantages[torch.from_numpy(tied_groups(rewards64, group_ids))] = 0.0
+    return advantages.to(torch.float32)
 
 
 def zero_std_fraction(rewards: torch.Tensor, group_ids: np.ndarray) -> float:
-    """Fraction of groups whose rewards are all equal: they carry no GRPO signal."""
-    groups: dict = {}
-    for r, g in zip(rewards.tolist(), list(group_ids)):
-        groups.setdefault(g, []).append(r)
+    """Fraction of groups whose rewards are all exactly equal: they carry no GRPO signal (their
+    advantages are exactly 0), and no other group is counted."""
+    groups = list(group_ids)
     if not groups:
         return 0.0
-    return sum(1 for rs in groups.values() if max(rs) - min(rs) < 1e-12) / len(groups)
+    tied = tied_groups(rewards, groups)
+    first = {g: i for i, g in reversed(list(enumerate(groups)))}
+    return sum(bool(tied[i]) for i in first.values()) / len(first)
 
 
 @dataclass(frozen=True)

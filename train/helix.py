@@ -71,6 +71,15 @@ def plain(groups: list) -> list[list[tuple]]:
     return [[(c.token_ids, c.text, c.truncated) for c in group] for group in groups]
 
 
+def sampling_seed(run_seed: int, epoch: int, first_prompt: int, group_size: int) -> int:
+    """The seed of this rank's generate call. Engines seed prompt i of a call with seed + i*G and its
+    sample j with + j, so with ``first_prompt`` the epoch-wide index of the rank's first prompt, sample
+    j of epoch prompt k uses base + k*G + j: distinct for every sample of the epoch, on any number of
+    ranks. The base is hashed from (run seed, epoch), so epochs do not reuse each other's streams."""
+    base = int(np.random.SeedSequence([run_seed, epoch]).generate_state(1)[0]) % 2**30
+    return base + first_prompt * group_size
+
+
 def _seed_everything(seed: int) -> None:
     import random
 
@@ -86,6 +95,8 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
     from tasks import load_task
     from train.learner import Learner, Sample
     from train.models import load_policy
+    from train.warm_start import policy_source
+    from train import console
     from train.checkpoint import checkpoint_logs, load_checkpoint, save_checkpoint
     from train.epoch_metrics import add_phase_times, epoch_metrics
     from train.children import BackgroundEvaluation
@@ -97,7 +108,14 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
         raise ConfigError(f"trainer.prompts_per_epoch = {cfg.trainer.prompts_per_epoch} must be >= the number of ranks ({info.world})")
     task = load_task(cfg.task.name)
     progress = cfg.run.progress and info.is_main
-    model, tokenizer = load_policy(cfg.model.policy, cfg.model.dtype, cfg.model.cache_dir, seed=cfg.run.seed)
+    policy = policy_source(cfg)  # model.policy, or its warm-started copy (built once, cached)
+    cfg.run.name = broadcast(cfg.run.name or f"{config_stem}-{time.strftime('%Y%m%d-%H%M%S')}", info)
+    library_log = None  # where library chatter goes (run.library_logs: file): the terminal stays readable
+    if cfg.run.library_logs == "file":
+        library_log = Path(cfg.run.output_dir) / cfg.run.name / ("library.log" if info.is_main else f"library-rank{info.rank}.log")
+        console.quiet_environment()
+    with console.to_file(library_log):
+        model, tokenizer = load_policy(policy, cfg.model.dtype, cfg.model.cache_dir, seed=cfg.run.seed)
     if cfg.model.gradient_checkpointing:
         model.gradient_checkpointing_enable()
     learner = None
@@ -105,7 +123,10 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
         learner = Learner(model, cfg.trainer, cfg.rollout.group_size, cfg.rollout.temperature, tokenizer.pad_token_id, info)
     else:
         model.requires_grad_(False)  # EvoOnly: no optimizer, no reference model
-    engine = build_engine(cfg.rollout.engine, cfg, model=model, tokenizer=tokenizer, info=info, progress=progress)
+    with console.to_file(library_log):
+        engine = build_engine(cfg.rollout.engine, cfg, model=model, tokenizer=tokenizer, info=info, progress=progress,
+                              model_path=policy)
+    console.library_loggers_to(library_log)
     if learner is None and getattr(engine, "shares_trainer_module", False):
         model.to(info.device)  # EvoOnly sampling from the HF module (the learner places it otherwise)
 
@@ -129,7 +150,7 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
             print(f"[helix] resuming from {resume} (epoch {start_epoch} of {cfg.trainer.epochs})", flush=True)
         evaluator = Evaluator(task, workers=cfg.task.eval_workers or None, timeout_s=cfg.task.timeout_s, memory_mb=cfg.task.memory_mb)
         evo = Evolution(cfg, run_dir.archive_path, task, evaluator, resume=evo_state)
-        builder = PromptBuilder(tokenizer, task.description, task.entry_function, evaluator.timeout_s,
+        builder = PromptBuilder(tokenizer, task.prompt_description(cfg.rollout.description), task.entry_function, evaluator.timeout_s,
                                 cfg.rollout.max_prompt_tokens, cfg.rollout.n_ancestors, template=task.prompt_template)
         print(table_header(), flush=True)
 
@@ -153,7 +174,7 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
         # 3. G rollouts per prompt, each rank its own share of the prompts
         mine = shard(jobs, info)
         t_gen = time.perf_counter()
-        params = SamplingParams.from_config(cfg.rollout, seed=cfg.run.seed * 1_000_003 + epoch * 997 + info.rank)
+        params = SamplingParams.from_config(cfg.rollout, seed=sampling_seed(cfg.run.seed, epoch, mine[0].index if mine else 0, G))
         # An engine sampling from the trainer's own module (hf) does so with the layers held unsharded
         # under fsdp2/deepspeed (no per-forward collectives); vllm has its own copy of the weights.
         on_module = learner is not None and getattr(engine, "shares_trainer_module", False)
@@ -256,7 +277,7 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
             from train.export import export_hf, export_state
 
             if full is not None:
-                out = export_state(full, cfg.model.policy, run_dir.export_path, cfg.model.dtype, cfg.model.cache_dir)
+                out = export_state(full, policy, run_dir.export_path, cfg.model.dtype, cfg.model.cache_dir)
             else:
                 out = export_hf(model, tokenizer, run_dir.export_path)
             print(f"[helix] exported Hugging Face model to {out}", flush=True)

@@ -2,7 +2,8 @@
 
 Orchestration only; the loss math lives in ``train.grpo``. Sequences are laid out as
 [left pad | prompt | response | right pad] so every response starts at the same column and
-logits are computed for response positions only. Micro-batches accumulate gradients; under
+logits are computed for response positions only; with ``trainer.shared_prefix`` a group's prompt
+is instead computed once for all its responses (``train.shared_prefix``, exact). Micro-batches accumulate gradients; under
 torchrun the policy is replicated (DDP) or sharded (FSDP2 in ``train.sharding``, DeepSpeed ZeRO in
 ``train.zero``) and the loss is normalised over the global batch.
 """
@@ -20,7 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from train import zero
+from train import shared_prefix, zero
 from train.config import TrainerConfig
 from train.distributed import DistInfo, all_reduce_max, all_reduce_sum
 from train.grpo import LossSettings, actor_config, compute_advantages, grpo_loss, zero_std_fraction
@@ -65,18 +66,20 @@ def pack(samples: list[Sample], pad_id: int) -> dict[str, torch.Tensor]:
 
 def response_logprobs(model: torch.nn.Module, batch: dict[str, torch.Tensor], temperature: float = 1.0,
                       with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Per-token log pi(a_k | q, a_<k) for the response tokens, shape (n, R)."""
-    r = batch["response_mask"].shape[1]
+    """Per-token log pi(a_k | q, a_<k) for the response tokens, shape (n, R), from a ``pack`` batch
+    or a ``shared_prefix.layout`` one (then 0 at padded positions)."""
+    shared = "gather_row" in batch
+    keep = int(batch["logits_to_keep"]) if shared else batch["response_mask"].shape[1] + 1
     out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                position_ids=batch["position_ids"], use_cache=False, logits_to_keep=r + 1)
+                position_ids=batch["position_ids"], use_cache=False, logits_to_keep=keep)
     logits = out.logits[:, :-1, :].float() / temperature  # position t predicts token t+1
-    targets = batch["input_ids"][:, -r:]
     logp_all = F.log_softmax(logits, dim=-1)
-    logp = logp_all.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-    entropy = None
-    if with_entropy:
-        entropy = -(logp_all.exp() * logp_all).sum(-1)
-    return logp, entropy
+    entropy = -(logp_all.exp() * logp_all).sum(-1) if with_entropy else None
+    if shared:
+        return (shared_prefix.token_logprobs(logp_all, batch),
+                shared_prefix.gather(entropy, batch) if with_entropy else None)
+    targets = batch["input_ids"][:, -(keep - 1):]
+    return logp_all.gather(-1, targets.unsqueeze(-1)).squeeze(-1), entropy
 
 
 def token_budget_chunks(samples: list[Sample], micro_batch_size: int, max_tokens: int) -> list[list[int]]:
@@ -153,6 +156,11 @@ class Learner:
                 self.module = self.model
             self.optimizer = torch.optim.AdamW(self.module.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
             self.scheduler = make_scheduler(self.optimizer)
+        self.mask_kind = None  # "bool"/"float": shared-prefix layout with that 4D mask; None: per-sample rows
+        if cfg.shared_prefix:
+            self.mask_kind, why = shared_prefix.mask_kind(self.module)
+            if self.mask_kind is None and info.is_main:
+                print(f"[helix] trainer.shared_prefix: {why}; using one row per sample", flush=True)
         self.moved = False  # has any optimizer step changed the policy away from the reference?
 
     def generation_context(self):
@@ -239,7 +247,7 @@ class Learner:
         """The GRPO update on this rank's rollouts (all ranks must call it together): one optimizer
         step, or ``ppo_epochs`` x ``ppo_mini_batches`` of them against the sampling policy."""
         start = time.perf_counter()
-        rewards = torch.tensor([s.reward for s in samples], dtype=torch.float32)
+        rewards = torch.tensor([s.reward for s in samples], dtype=torch.float64)  # exact ties: train.grpo
         groups = np.array([s.group for s in samples])
         mask = pack(samples, self.pad_id)["response_mask"]
         if self.cfg.mask_truncated:
@@ -275,17 +283,25 @@ class Learner:
         return metrics
 
     def _chunks(self, samples: list[Sample], idx: list[int]) -> list[tuple[list[int], float]]:
-        """Micro-batches of ``idx`` as (sample indices, weight). Every rank runs the same number of
+        """Micro-batches of ``idx`` as (sample indices, weight); shared-prefix ones keep groups
+        together (``shared_prefix.group_chunks``). Every rank runs the same number of
         forward/backward passes (FSDP2/ZeRO-3/DDP collectives): a rank with fewer runs padding
         passes of weight 0 (same collectives, zero gradient)."""
-        local = token_budget_chunks([samples[i] for i in idx], self.cfg.micro_batch_size,
-                                    self.cfg.max_tokens_per_micro_batch) if idx else []
+        cut = shared_prefix.group_chunks if self.mask_kind else token_budget_chunks
+        local = cut([samples[i] for i in idx], self.cfg.micro_batch_size,
+                    self.cfg.max_tokens_per_micro_batch) if idx else []
         chunks = [([idx[i] for i in chunk], 1.0) for chunk in local]
         pad = chunks[-1][0][:1] if chunks else [0]
         return chunks + [(pad, 0.0)] * (all_reduce_max(len(chunks), self.info) - len(chunks))
 
     def _batch(self, samples: list[Sample], idx: list[int]) -> dict[str, torch.Tensor]:
-        return {k: v.to(self.device) for k, v in pack([samples[i] for i in idx], self.pad_id).items()}
+        """Model inputs for ``idx``; ``response_mask`` (and ``rollout_logp``) always in pack's (n, R) layout."""
+        chosen = [samples[i] for i in idx]
+        batch = pack(chosen, self.pad_id)
+        if self.mask_kind:
+            batch = {k: batch[k] for k in ("response_mask", "rollout_logp") if k in batch}
+            batch.update(shared_prefix.layout(chosen, self.pad_id, self.mask_kind))
+        return {k: v.to(self.device) for k, v in batch.items()}
 
     @torch.no_grad()
     def _frozen_logprobs(self, samples: list[Sample], width: int) -> dict[str, torch.Tensor | None]:

@@ -1,0 +1,283 @@
+"""Warm start: a short supervised fine-tune that teaches a small policy to answer in SEARCH/REPLACE
+edits that apply, keep the program running, and change something.
+
+Why: the embedded 135M model, prompted cold, writes no edit that applies, so every reward ties and
+GRPO has nothing to learn from. The targets are made from the tasks' own starter programs (random
+numeric and line mutations, kept only when the sandbox says the child is valid), written as answers
+by ``rollout.edits.make_diff`` and shown under the very prompts the loop builds (parent, reward,
+feedback, and an ancestor). Nothing comes from outside the repository.
+
+The result is a derived model directory, built once and cached like the GGUF conversion, keyed by
+everything that decides it (base model, tasks and their starters, prompt settings, recipe):
+
+    python -m train.warm_start --config configs/quickstart.yaml            # build (or find) it; prints a summary
+    python -m train.warm_start --config configs/quickstart.yaml --rebuild  # build it again
+
+The warm-started model is also the run's reference model for the KL: the GRPO update is measured
+against the policy that starts the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import json
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+RECIPE_VERSION = 1  # bump when the data or training changes, so cached models are rebuilt
+
+
+@dataclass(frozen=True)
+class Program:
+    """What PromptBuilder needs to show a program (population.archive.Solution has the same fields)."""
+
+    code: str
+    reward: float
+    valid: bool
+    feedback: str
+
+
+@dataclass(frozen=True)
+class Example:
+    task: str
+    parent: int  # index into the task's parents: examples of one parent share one prompt
+    prompt_ids: list[int]
+    answer: str
+    answer_ids: list[int]
+
+
+def policy_source(cfg) -> str:
+    """``model.policy``, or the warm-started directory built from it when ``warm_start.enabled``."""
+    if not cfg.warm_start.enabled:
+        return cfg.model.policy
+    return str(ensure_warm_start(cfg))
+
+
+def _tasks(cfg) -> list[str]:
+    return [t for t in cfg.warm_start.tasks.split(",") if t.strip()] or [cfg.task.name]
+
+
+def cache_key(cfg) -> str:
+    """Hash of everything that decides the warm-started weights."""
+    from tasks import load_task
+
+    parts = {"version": RECIPE_VERSION, "base": cfg.model.policy, "recipe": asdict(cfg.warm_start),
+             "prompt": [cfg.rollout.max_prompt_tokens, cfg.rollout.n_ancestors, cfg.task.timeout_s]}
+    for name in _tasks(cfg):
+        task = load_task(name)
+        parts[name] = [task.initial_program, task.prompt_description(cfg.rollout.description), task.prompt_template or ""]
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def warm_start_dir(cfg) -> Path:
+    from train.models import cache_root
+
+    base = Path(cfg.model.policy).name if "/" in cfg.model.policy else cfg.model.policy
+    return cache_root(cfg.model.cache_dir) / "models" / f"{base}-warm-{cache_key(cfg)}"
+
+
+def ensure_warm_start(cfg, rebuild: bool = False, progress: bool = True) -> Path:
+    """The cached warm-started model directory, built first if missing (one builder at a time:
+    the other torchrun ranks wait on a file lock and then find it)."""
+    out = warm_start_dir(cfg)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / f".{out.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if rebuild and out.exists():
+            shutil.rmtree(out)
+        if not (out / "config.json").is_file():
+            build(cfg, out, progress)
+    return out
+
+
+def _evaluate(evaluator, codes: list[str]) -> list:
+    return evaluator.evaluate_many(codes, progress=False) if codes else []
+
+
+def _valid_children(evaluator, parent: str, rng: np.random.Generator, want: int, tries: int, seen: set[str]):
+    """Up to ``want`` distinct valid mutants of ``parent`` (from ``tries`` draws) with their results."""
+    from train.warm_start_data import mutate
+
+    draws = []
+    for _ in range(tries):
+        m = mutate(parent, rng, line_prob=0.15)
+        if m is not None and m.code != parent and m.code not in seen:
+            seen.add(m.code)
+            draws.append(m)
+    results = _evaluate(evaluator, [m.code for m in draws])
+    kept = [(m, r) for m, r in zip(draws, results) if r.valid and r.reward > 0]
+    return kept[:want], len(draws), len(kept)
+
+
+def make_examples(cfg, tokenizer, rng: np.random.Generator, say=print) -> tuple[list[Example], dict]:
+    """Parents (the starter and valid mutants of it) and, per parent, valid mutants as target answers."""
+    from rewards import Evaluator
+    from rollout.prompts import PromptBuilder
+    from tasks import load_task
+    from train.warm_start_data import answer_for
+
+    ws = cfg.warm_start
+    examples, stats, next_parent = [], {"drawn": 0, "valid": 0}, 0
+    for name in _tasks(cfg):
+        task = load_task(name)
+        evaluator = Evaluator(task, workers=cfg.task.eval_workers or None, timeout_s=cfg.task.timeout_s,
+                              memory_mb=cfg.task.memory_mb)
+        builder = PromptBuilder(tokenizer, task.prompt_description(cfg.rollout.description), task.entry_function, evaluator.timeout_s,
+                                cfg.rollout.max_prompt_tokens, cfg.rollout.n_ancestors, template=task.prompt_template)
+        (seed_result,) = _evaluate(evaluator, [task.initial_program])
+        root = Program(task.initial_program, seed_result.reward, seed_result.valid, seed_result.feedback)
+        seen = {root.code}
+        kids, drawn, valid = _valid_children(evaluator, root.code, rng, ws.parents - 1, 4 * ws.parents, seen)
+        stats["drawn"] += drawn
+        stats["valid"] += valid
+        parents = [(root, [])] + [(Program(m.code, r.reward, r.valid, r.feedback), [root]) for m, r in kids]
+        for parent, ancestors in parents:
+            prompt = builder.build(parent, ancestors)
+            answers, drawn, valid = _valid_children(evaluator, parent.code, rng, ws.answers_per_parent,
+                                                    3 * ws.answers_per_parent, set(seen) | {parent.code})
+            stats["drawn"] += drawn
+            stats["valid"] += valid
+            for m, _ in answers:
+                text = answer_for(parent.code, m)
+                ids = tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+                examples.append(Example(name, next_parent, prompt.token_ids, text, ids))
+            next_parent += 1
+        say(f"[helix] warm start: {name}: {len(parents)} parents, "
+            f"{sum(e.task == name for e in examples)} answers")
+    return examples, stats
+
+
+def _loss(model, batch_examples: list[Example], pad_id: int) -> torch.Tensor:
+    """Mean negative log-likelihood of the answer tokens of one prompt's examples.
+
+    The prompt is run once without gradient and its key/value cache shared by all answers (the
+    proof of concept's recipe): gradients flow through the answers' own computation, not back into
+    the prompt's. That is an approximation a supervised warm start can afford (the GRPO step, which
+    must be exact, uses train.shared_prefix instead), and it costs about a third of the exact packed
+    pass on a CPU, whose attention has no fast kernel for a custom 4D mask."""
+    prompt = batch_examples[0].prompt_ids
+    k, p = len(batch_examples), len(prompt) - 1  # the cache holds all but the last prompt token
+    width = max(len(e.answer_ids) for e in batch_examples)
+    with torch.no_grad():
+        cache = model(input_ids=torch.tensor([prompt[:-1]]), use_cache=True).past_key_values
+    cache.batch_repeat_interleave(k)
+    # Each row: the last prompt token (it predicts answer token 0), then the answer, right-padded.
+    ids = torch.full((k, width + 1), pad_id, dtype=torch.long)
+    ids[:, 0] = prompt[-1]
+    valid = torch.zeros((k, width), dtype=torch.bool)
+    for i, e in enumerate(batch_examples):
+        ids[i, 1 : 1 + len(e.answer_ids)] = torch.tensor(e.answer_ids)
+        valid[i, : len(e.answer_ids)] = True
+    attention = torch.cat([torch.ones((k, p + 1), dtype=torch.long), valid.long()], dim=1)
+    positions = torch.arange(p, p + width + 1).expand(k, width + 1)
+    logits = model(input_ids=ids, attention_mask=attention, position_ids=positions, past_key_values=cache,
+                   use_cache=True).logits[:, :-1].float()
+    logp = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    mask = valid.float()
+    return -(logp * mask).sum() / mask.sum()
+
+
+def train(model, examples: list[Example], cfg, pad_id: int, progress: bool = True) -> list[float]:
+    """AdamW over the examples, one optimizer step per parent (its prompt packed once with its answers)."""
+    ws = cfg.warm_start
+    by_parent: dict[tuple[str, int], list[Example]] = {}
+    for e in examples:
+        by_parent.setdefault((e.task, e.parent), []).append(e)
+    groups = list(by_parent.values())
+    optimizer = torch.optim.AdamW(model.parameters(), lr=ws.lr, weight_decay=0.0)
+    rng = np.random.default_rng(ws.seed)
+    steps = [groups[i] for _ in range(ws.epochs) for i in rng.permutation(len(groups))]
+    losses = []
+    model.train()
+    bar = steps
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(steps, desc="warm start", leave=False)
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if ws.bf16 else contextlib.nullcontext()
+    for group in bar:
+        with autocast:
+            loss = _loss(model, group, pad_id)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        if progress:
+            bar.set_postfix(loss=f"{losses[-1]:.3f}")
+    model.eval()
+    return losses
+
+
+def build(cfg, out: Path, progress: bool = True) -> Path:
+    """Make the data, fine-tune, and write ``out`` atomically with ``warm_start.json`` (what it is
+    and how it went) and ``warm_start_data.jsonl`` (every prompt's parent and target answer)."""
+    from train.models import load_policy
+
+    start = time.perf_counter()
+    print(f"[helix] warm start: building {out} (once; about 5 minutes on 2 cores)", flush=True)
+    torch.manual_seed(cfg.warm_start.seed)
+    model, tokenizer = load_policy(cfg.model.policy, "float32", cfg.model.cache_dir)
+    rng = np.random.default_rng(cfg.warm_start.seed)
+    examples, stats = make_examples(cfg, tokenizer, rng)
+    if not examples:
+        raise RuntimeError("warm start: no valid mutation of the starter program(s) was found; nothing to train on")
+    t_data = time.perf_counter() - start
+    losses = train(model, examples, cfg, tokenizer.pad_token_id, progress)
+    tmp = Path(tempfile.mkdtemp(prefix=out.name + ".tmp-", dir=out.parent))
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    summary = {"key": out.name, "recipe_version": RECIPE_VERSION, "base": cfg.model.policy, "tasks": _tasks(cfg),
+               "recipe": asdict(cfg.warm_start), "examples": len(examples),
+               "parents": len({(e.task, e.parent) for e in examples}), "mutations_drawn": stats["drawn"],
+               "mutations_valid": stats["valid"], "loss_first": losses[0], "loss_last": losses[-1], "losses": losses,
+               "data_s": round(t_data, 1), "total_s": round(time.perf_counter() - start, 1)}
+    (tmp / "warm_start.json").write_text(json.dumps(summary, indent=1))
+    with open(tmp / "warm_start_data.jsonl", "w") as f:
+        for e in examples:
+            f.write(json.dumps({"task": e.task, "parent": e.parent, "prompt_tokens": len(e.prompt_ids),
+                                "answer": e.answer}) + "\n")
+    try:
+        tmp.rename(out)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"[helix] warm start: {len(examples)} examples, loss {losses[0]:.3f} -> {losses[-1]:.3f}, "
+          f"{summary['total_s']:.0f} s -> {out}", flush=True)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from train.config import ConfigError, load_config
+
+    parser = argparse.ArgumentParser(prog="python -m train.warm_start", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", required=True, help="the run config whose model, task(s) and prompt settings to use")
+    parser.add_argument("--rebuild", action="store_true", help="build again even if cached")
+    parser.add_argument("overrides", nargs="*", help="dotted overrides, e.g. warm_start.epochs=3")
+    args = parser.parse_args(argv)
+    try:
+        cfg = load_config(args.config, list(args.overrides) + ["warm_start.enabled=true"])
+    except ConfigError as err:
+        print(f"warm_start: config error: {err}", file=sys.stderr)
+        return 2
+    out = ensure_warm_start(cfg, rebuild=args.rebuild)
+    summary = json.loads((out / "warm_start.json").read_text())
+    print(json.dumps({k: v for k, v in summary.items() if k != "losses"}, indent=1))
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""Synthetic edits for the warm start: small random mutations of a task's starter program, written as
+the SEARCH/REPLACE answers the policy must learn to give.
+
+Pure text in, text out (no model, no sandbox): ``mutate`` changes one to three numeric literals, or
+swaps or drops a line, inside the program's EVOLVE block when it has one; ``answer_for`` writes the
+``<think>``/``<answer>`` completion with ``rollout.edits.make_diff``, so every target applies to its
+parent exactly as a policy answer would.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass
+
+import numpy as np
+
+from rollout.edits import apply_edits, make_diff, parse_edits
+
+_EVOLVE = re.compile(r"#\s*EVOLVE-BLOCK-START\s*\n(.*?)#\s*EVOLVE-BLOCK-END", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Mutation:
+    code: str  # the mutated program
+    reason: str  # one line for <think>: what changed
+
+
+def _editable_span(code: str) -> tuple[int, int]:
+    """Character range the mutations may touch: the EVOLVE block, else the whole program."""
+    match = _EVOLVE.search(code)
+    return (match.start(1), match.end(1)) if match else (0, len(code))
+
+
+def _numbers(code: str) -> list[tuple[int, int, str]]:
+    """(start, end, text) of every numeric literal inside the editable span."""
+    lo, hi = _editable_span(code)
+    starts = [0]
+    for line in code.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    found = []
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return []
+    for tok in tokens:
+        if tok.type != tokenize.NUMBER or "j" in tok.string.lower() or "_" in tok.string:
+            continue
+        start = starts[tok.start[0] - 1] + tok.start[1]
+        end = starts[tok.end[0] - 1] + tok.end[1]
+        if lo <= start and end <= hi:
+            found.append((start, end, tok.string))
+    return found
+
+
+def _perturb(text: str, rng: np.random.Generator) -> str:
+    """A nearby value written like the original: ints move by a small step, floats by a few percent."""
+    if re.fullmatch(r"\d+", text):
+        value = int(text)
+        step = int(rng.choice([-2, -1, 1, 2])) if value > 2 else int(rng.choice([1, 2]))
+        return str(max(value + step, 0))
+    value = float(text)
+    decimals = len(text.split(".")[1]) if "." in text and "e" not in text.lower() else 3
+    decimals = min(max(decimals, 2), 4)
+    factor = float(rng.choice([0.8, 0.9, 0.95, 0.97, 1.03, 1.05, 1.1, 1.2]))
+    new = round(value * factor, decimals) if value else round(float(rng.uniform(0.01, 0.1)), decimals)
+    if new == value:
+        new = round(value + 10 ** -decimals * (1 if factor > 1 else -1), decimals)
+    return f"{new:.{decimals}f}"
+
+
+def _line_mutation(code: str, rng: np.random.Generator) -> Mutation | None:
+    """Swap two adjacent statements of equal indentation, or drop one (the sandbox decides if it still runs)."""
+    lo, hi = _editable_span(code)
+    lines = code.splitlines(keepends=True)
+    offsets = np.cumsum([0] + [len(x) for x in lines])
+    body = [i for i, line in enumerate(lines)
+            if lo <= offsets[i] and offsets[i + 1] <= hi and line.strip() and not line.strip().startswith(("#", '"""', "def ", "return"))]
+    if len(body) < 2:
+        return None
+    i = int(rng.choice(body))
+    indent = len(lines[i]) - len(lines[i].lstrip())
+    if rng.random() < 0.5 and i + 1 in body and len(lines[i + 1]) - len(lines[i + 1].lstrip()) == indent \
+            and not lines[i].rstrip().endswith(":") and not lines[i + 1].rstrip().endswith(":"):
+        lines[i], lines[i + 1] = lines[i + 1], lines[i]
+        return Mutation("".join(lines), "Swap two lines.")
+    if lines[i].rstrip().endswith(":"):
+        return None
+    lines.pop(i)
+    return Mutation("".join(lines), "Remove a line.")
+
+
+def mutate(code: str, rng: np.random.Generator, line_prob: float = 0.2) -> Mutation | None:
+    """One random small change of ``code``, or None when the draw found nothing to change."""
+    if rng.random() < line_prob:
+        return _line_mutation(code, rng)
+    numbers = _numbers(code)
+    if not numbers:
+        return None
+    k = min(len(numbers), int(rng.choice([1, 1, 1, 2])))
+    picks = sorted(rng.choice(len(numbers), size=k, replace=False).tolist(), reverse=True)
+    reasons = []
+    for p in picks:  # right to left, so earlier offsets stay valid
+        start, end, old = numbers[p]
+        new = _perturb(old, rng)
+        code = code[:start] + new + code[end:]
+        reasons.append(f"{old} -> {new}")
+    return Mutation(code, "Try " + ", ".join(reversed(reasons)) + ".")
+
+
+def answer_for(parent: str, child: Mutation) -> str:
+    """The completion a policy should give to turn ``parent`` into ``child.code``; checked to apply."""
+    diff = make_diff(parent, child.code)
+    if apply_edits(parent, parse_edits(diff)) != child.code:  # make_diff's contract; never train on a bad target
+        raise ValueError("make_diff produced blocks that do not rebuild the child")
+    return f"<think>\n{child.reason}\n</think>\n<answer>\n{diff}</answer>"
