@@ -89,6 +89,7 @@ def main(argv=None) -> None:
     parser.add_argument("--samples", type=int, default=16, help="completions per prompt")
     parser.add_argument("--temperatures", default="1.0,0.7")
     parser.add_argument("--max-new-tokens", type=int, default=0, help="0: the config's rollout.max_new_tokens")
+    parser.add_argument("--policies", default="cold,warm", help="which of cold,warm to measure")
     args = parser.parse_args(argv)
 
     from rewards import Evaluator
@@ -113,7 +114,8 @@ def main(argv=None) -> None:
     print(f"prompt tokens: {[len(p) for p in prompts]}; {args.samples} samples each; max_new_tokens {max_new}\n")
     print("| policy | temperature | has a block | applies | changed | runs and valid | beats its parent | distinct rewards per group | reward std per group | answer tokens | s per sample |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for name, model in (("SmolLM2-135M cold", cold), ("warm-started", warm)):
+    chosen = args.policies.split(",")
+    for name, model in [(n, m) for k, n, m in (("cold", "SmolLM2-135M cold", cold), ("warm", "warm-started", warm)) if k in chosen]:
         engine.sync_weights(model.state_dict())
         for temp in (float(t) for t in args.temperatures.split(",")):
             t0 = time.perf_counter()

@@ -84,6 +84,12 @@ def _helix(tmp_path, model_dir, *extra, nproc=1):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     # A clean exit too: vLLM tears down its own process group at exit (we destroyed it once: traceback).
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    # The console is HELIX's: vLLM's INFO lines, weight warnings and load bars went to library.log.
+    console = proc.stdout + proc.stderr
+    assert "INFO" not in console and "Loading safetensors" not in console, console[-3000:]
+    assert "[helix] run directory" in proc.stdout and "epoch" in proc.stdout
+    library = (tmp_path / "v" / "library.log").read_text()
+    assert "INFO" in library and "vllm" in library.lower()
     return [json.loads(line) for line in (tmp_path / "v" / "metrics.jsonl").read_text().splitlines()]
 
 
