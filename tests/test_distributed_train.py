@@ -136,16 +136,17 @@ def test_fsdp2_checkpoint_resumes_exactly_and_exports(single, tmp_path):
     from train.export import export_checkpoint
 
     ckpt = tmp_path / "ckpt"
-    _run(tmp_path / "first", "--steps", "1", "--strategy", "fsdp2", "--save", str(ckpt), ranks=2)
+    saved, _ = _run(tmp_path / "first", "--steps", "1", "--strategy", "fsdp2", "--save", str(ckpt), ranks=2)
     # Resume the sharded checkpoint under 2 ranks, and also in one process (DCP reshards on load).
     resumed2, _ = _run(tmp_path / "r2", "--steps", "1", "--first-step", "1", "--strategy", "fsdp2", "--load", str(ckpt), ranks=2)
     resumed1, _ = _run(tmp_path / "r1", "--steps", "1", "--first-step", "1", "--load", str(ckpt))
     _assert_same(resumed2, single[0])
     _assert_same(resumed1, single[0])
-    # Export the FSDP2 checkpoint to an HF directory in a single process.
-    first, _ = _run(tmp_path / "first_again", "--steps", "1")
+    # Export the FSDP2 checkpoint to an HF directory in a single process: exactly the weights it saved.
+    # (Against a one-process rerun it would hold only to the 2-rank/1-process round-off, which two ranks'
+    # shared-prefix rows padded to their own widths put above 1e-6 after an AdamW step.)
     out = export_checkpoint(ckpt, "tiny-random", tmp_path / "hf")
     model = AutoModelForCausalLM.from_pretrained(out)
-    _assert_same({k: v for k, v in model.state_dict().items()}, first, atol=1e-6)
+    _assert_same({k: v for k, v in model.state_dict().items()}, saved, atol=1e-7)
     assert (out / "tokenizer.json").is_file() and (out / "generation_config.json").is_file()
     assert list(out.glob("*.safetensors"))

@@ -33,6 +33,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+if "DS_ACCELERATOR" not in os.environ and not torch.cuda.is_available():
+    os.environ["DS_ACCELERATOR"] = "cpu"  # what DeepSpeed picks here anyway, without its warning on every start
+
 from train.config import ConfigError, HelixConfig, load_config  # noqa: E402
 from train.distributed import DistInfo, broadcast, gather, init_distributed, shard, shutdown  # noqa: E402
 
