@@ -245,12 +245,12 @@ def test_torchrun_two_ranks(tmp_path, strategy):
 
 
 def test_what_the_prompt_budget_dropped_is_logged(tmp_path):
-    """The starter's prompt is ~1200 tokens: at 900 the parent's feedback is shortened, then program
-    lines cut; each prompt's record lands in metrics.jsonl (tests/test_prompts.py checks the
-    budget itself)."""
+    """With the full description the starter's prompt is ~1200 tokens: at 900 the parent's feedback is
+    shortened, then program lines cut; each prompt's record lands in metrics.jsonl
+    (tests/test_prompts.py checks the budget itself)."""
     from population.archive import Archive
 
-    run = run_helix(tmp_path, "rollout.max_prompt_tokens=900", "trainer.epochs=1")
+    run = run_helix(tmp_path, "rollout.description=full", "rollout.max_prompt_tokens=900", "trainer.epochs=1")
     (row,) = metrics(run)
     assert [d["prompt"] for d in row["prompt_dropped"]] == [0, 1]
     for record in row["prompt_dropped"]:

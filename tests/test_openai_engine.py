@@ -91,7 +91,7 @@ def test_requests_carry_the_sampling_settings_and_choices_are_grouped(server, to
     assert [p for p, _ in server.requests] == ["/v1/completions"] * 2
     for i, body in enumerate(bodies):
         assert body == {"model": "my-model", "prompt": tokenizer.decode(prompts[i]), "n": 3, "temperature": 0.7,
-                        "top_p": 0.9, "max_tokens": 20, "stop": ["</answer>"], "seed": 5 + i}
+                        "top_p": 0.9, "max_tokens": 20, "stop": ["</answer>"], "seed": 5 + i * 3}  # seed + i*n: choice j takes + j
     assert all(h["Authorization"] == "Bearer sk-test" for h in server.headers)
 
 

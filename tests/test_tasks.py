@@ -276,3 +276,15 @@ def test_starter_radius_rule_always_gives_valid_packings(points):
     radii = COMPUTE_MAX_RADII(centers.copy())
     verdict = TASK.verify([centers, radii])
     assert verdict.valid and verdict.reward == pytest.approx(radii.sum())
+
+
+def test_brief_description_is_shown_only_when_asked_for_and_present():
+    from tasks import load_task
+
+    circles, keane = load_task("circle_packing_26"), load_task("keane_bump_10")
+    assert circles.brief and len(circles.brief) < len(circles.description) / 3
+    assert circles.prompt_description("brief") == circles.brief
+    assert circles.prompt_description("full") == circles.description
+    assert keane.brief is None and keane.prompt_description("brief") == keane.description  # no brief.md: the full one
+    with pytest.raises(ValueError, match="full' or 'brief"):
+        circles.prompt_description("short")
