@@ -225,12 +225,17 @@ def train(model, examples: list[Example], cfg, pad_id: int, progress: bool = Tru
 def build(cfg, out: Path, progress: bool = True) -> Path:
     """Make the data, fine-tune, and write ``out`` atomically with ``warm_start.json`` (what it is
     and how it went) and ``warm_start_data.jsonl`` (every prompt's parent and target answer)."""
-    from train.models import load_policy
+    from train.console import to_file
+    from train.models import TINY_RANDOM, load_policy, resolve_policy_path
 
     start = time.perf_counter()
     print(f"[helix] warm start: building {out} (once; about 5 minutes on 2 cores)", flush=True)
     torch.manual_seed(cfg.warm_start.seed)
-    model, tokenizer = load_policy(cfg.model.policy, "float32", cfg.model.cache_dir)
+    if cfg.model.policy != TINY_RANDOM:
+        resolve_policy_path(cfg.model.policy, cfg.model.cache_dir)  # a first GGUF conversion says so here
+    chatter = out.parent / f"{out.name}.log"  # transformers' load and save bars
+    with to_file(chatter):
+        model, tokenizer = load_policy(cfg.model.policy, "float32", cfg.model.cache_dir)
     rng = np.random.default_rng(cfg.warm_start.seed)
     examples, stats = make_examples(cfg, tokenizer, rng)
     if not examples:
@@ -238,8 +243,9 @@ def build(cfg, out: Path, progress: bool = True) -> Path:
     t_data = time.perf_counter() - start
     losses = train(model, examples, cfg, tokenizer.pad_token_id, progress)
     tmp = Path(tempfile.mkdtemp(prefix=out.name + ".tmp-", dir=out.parent))
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
+    with to_file(chatter):
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
     summary = {"key": out.name, "recipe_version": RECIPE_VERSION, "base": cfg.model.policy, "tasks": _tasks(cfg),
                "recipe": asdict(cfg.warm_start), "examples": len(examples),
                "parents": len({(e.task, e.parent) for e in examples}), "mutations_drawn": stats["drawn"],
