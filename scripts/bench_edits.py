@@ -47,40 +47,28 @@ def prompts_and_parents(cfg, tokenizer, evaluator, task):
 
 
 def score(groups, parents, evaluator, task) -> dict:
-    """Counts over all completions, and the reward spread per group."""
+    """Counts over all completions, and the reward spread per group, classified by the loop's own
+    ``evaluate_children`` (failed edit, unchanged child, sandboxed program)."""
+    from types import SimpleNamespace
+
     import numpy as np
 
-    from population.canonical import canonicalize
-    from rollout.edits import EditError, child_program, extract_answer, parse_edits
+    from rollout.edits import extract_answer, parse_edits
+    from train.children import evaluate_children
+    from train.helix import plain
 
-    counts = dict(n=0, block=0, applies=0, changed=0, valid=0, better=0)
-    spreads, stds, lengths = [], [], []
-    for group, parent in zip(groups, parents):
-        rewards, codes, where = [], [], []
-        for c in group:
-            counts["n"] += 1
-            lengths.append(len(c.token_ids))
-            counts["block"] += bool(parse_edits(extract_answer(c.text)))
-            try:
-                code = child_program(parent.code, c.text, task.entry_function)
-            except EditError:
-                rewards.append(0.0)
-                continue
-            counts["applies"] += 1
-            if canonicalize(code) == canonicalize(parent.code):
-                rewards.append(0.0)
-                continue
-            counts["changed"] += 1
-            where.append(len(rewards))
-            rewards.append(None)
-            codes.append(code)
-        for i, r in zip(where, evaluator.evaluate_many(codes)):
-            rewards[i] = r.reward
-            counts["valid"] += bool(r.valid)
-            counts["better"] += bool(r.valid and r.reward > parent.reward)
-        spreads.append(len(set(rewards)))
-        stds.append(float(np.std(rewards)))
-    return dict(counts, distinct=spreads, std=stds, len_mean=float(np.mean(lengths)))
+    jobs = [SimpleNamespace(parent_id=i, parent_code=p.code, index=i) for i, p in enumerate(parents)]
+    rows, _ = evaluate_children(SimpleNamespace(task=task, evaluator=evaluator), jobs, plain(groups), epoch=0, progress=False)
+    completions = [c for group in groups for c in group]
+    owners = [parents[i] for i, group in enumerate(groups) for _ in group]
+    applied = [not r["metrics"].get("edit_failed") for r in rows]
+    changed = [a and not r["metrics"].get("unchanged") for a, r in zip(applied, rows)]
+    counts = dict(n=len(rows), block=sum(bool(parse_edits(extract_answer(c.text))) for c in completions),
+                  applies=sum(applied), changed=sum(changed), valid=sum(bool(r["valid"]) for r in rows),
+                  better=sum(bool(r["valid"]) and r["reward"] > p.reward for r, p in zip(rows, owners)))
+    per_group = [[r["reward"] for r, p in zip(rows, owners) if p is parent] for parent in parents]
+    return dict(counts, distinct=[len(set(g)) for g in per_group], std=[float(np.std(g)) for g in per_group],
+                len_mean=float(np.mean([len(c.token_ids) for c in completions])))
 
 
 def main(argv=None) -> None:

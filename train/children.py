@@ -24,8 +24,8 @@ def evaluate_children(evo, jobs: list, outputs: list[list[tuple]], epoch: int, p
     from rollout.edits import EditError, child_program
 
     rows, is_program, codes, where = [], [], [], []
-    parents: dict[int, str] = {}
     for job, group in zip(jobs, outputs):
+        parent_form = canonicalize(job.parent_code)
         for g, (_, text, _) in enumerate(group):
             row = dict(parent_id=job.parent_id, epoch=epoch, prompt_id=f"e{epoch}-p{job.index}-g{g}", completion=text)
             try:
@@ -35,9 +35,7 @@ def evaluate_children(evo, jobs: list, outputs: list[list[tuple]], epoch: int, p
                            metrics={"edit_failed": 1.0}, eval_time_s=0.0)
                 is_program.append(False)
             else:
-                if job.parent_id not in parents:
-                    parents[job.parent_id] = canonicalize(job.parent_code)
-                if canonicalize(code) == parents[job.parent_id]:
+                if canonicalize(code) == parent_form:
                     # A no-op (same code up to layout and comments) is no new program: it is not run, does
                     # not join the pool, and the learner sees reward 0, so copying the parent earns nothing.
                     row.update(code=code, reward=0.0, valid=False, feedback=UNCHANGED, metrics={"unchanged": 1.0},

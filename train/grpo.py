@@ -43,11 +43,10 @@ def known_policy_losses() -> list[str]:
 
 
 def outcome_token_rewards(rewards: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
-    """Place each sequence's scalar reward on its last response token, as verl expects."""
-    dtype = torch.float64 if rewards.dtype == torch.float64 else torch.float32
-    token_rewards = torch.zeros_like(response_mask, dtype=dtype)
+    """Place each sequence's scalar reward on its last response token, as verl expects (float64)."""
+    token_rewards = torch.zeros_like(response_mask, dtype=torch.float64)
     last = (response_mask.sum(-1) - 1).clamp(min=0).long()
-    token_rewards[torch.arange(len(rewards)), last] = rewards.to(dtype)
+    token_rewards[torch.arange(len(rewards)), last] = rewards.to(torch.float64)
     return token_rewards
 
 
@@ -59,7 +58,7 @@ GROUP_RELATIVE = frozenset({"grpo", "grpo_vectorized", "grpo_passk", "rloo", "rl
 def tied_groups(rewards: torch.Tensor, group_ids: np.ndarray) -> np.ndarray:
     """Per sample: is its group's reward exactly equal across the group (max == min, in float64)?
     Such a group carries no signal, whatever rounding the mean and std would add."""
-    r = np.asarray(rewards.detach().cpu().double().numpy() if isinstance(rewards, torch.Tensor) else rewards, dtype=np.float64)
+    r = torch.as_tensor(rewards, dtype=torch.float64).detach().cpu().numpy()
     groups = np.asarray(list(group_ids), dtype=object)
     tied = np.zeros(len(r), dtype=bool)
     for g in dict.fromkeys(groups.tolist()):
@@ -98,9 +97,8 @@ def zero_std_fraction(rewards: torch.Tensor, group_ids: np.ndarray) -> float:
     groups = list(group_ids)
     if not groups:
         return 0.0
-    tied = tied_groups(rewards, groups)
-    first = {g: i for i, g in reversed(list(enumerate(groups)))}
-    return sum(bool(tied[i]) for i in first.values()) / len(first)
+    tied = {g for g, t in zip(groups, tied_groups(rewards, groups)) if t}
+    return len(tied) / len(set(groups))
 
 
 @dataclass(frozen=True)

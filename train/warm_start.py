@@ -103,10 +103,6 @@ def ensure_warm_start(cfg, rebuild: bool = False, progress: bool = True) -> Path
     return out
 
 
-def _evaluate(evaluator, codes: list[str]) -> list:
-    return evaluator.evaluate_many(codes, progress=False) if codes else []
-
-
 def _valid_children(evaluator, parent: str, rng: np.random.Generator, want: int, tries: int, seen: set[str]):
     """Up to ``want`` distinct valid mutants of ``parent`` (from ``tries`` draws) with their results."""
     from train.warm_start_data import mutate
@@ -117,7 +113,7 @@ def _valid_children(evaluator, parent: str, rng: np.random.Generator, want: int,
         if m is not None and m.code != parent and m.code not in seen:
             seen.add(m.code)
             draws.append(m)
-    results = _evaluate(evaluator, [m.code for m in draws])
+    results = evaluator.evaluate_many([m.code for m in draws])
     kept = [(m, r) for m, r in zip(draws, results) if r.valid and r.reward > 0]
     return kept[:want], len(draws), len(kept)
 
@@ -137,7 +133,7 @@ def make_examples(cfg, tokenizer, rng: np.random.Generator, say=print) -> tuple[
                               memory_mb=cfg.task.memory_mb)
         builder = PromptBuilder(tokenizer, task.prompt_description(cfg.rollout.description), task.entry_function, evaluator.timeout_s,
                                 cfg.rollout.max_prompt_tokens, cfg.rollout.n_ancestors, template=task.prompt_template)
-        (seed_result,) = _evaluate(evaluator, [task.initial_program])
+        seed_result = evaluator.evaluate(task.initial_program)
         root = Program(task.initial_program, seed_result.reward, seed_result.valid, seed_result.feedback)
         seen = {root.code}
         kids, drawn, valid = _valid_children(evaluator, root.code, rng, ws.parents - 1, 4 * ws.parents, seen)
@@ -191,7 +187,7 @@ def _loss(model, batch_examples: list[Example], pad_id: int) -> torch.Tensor:
 
 
 def train(model, examples: list[Example], cfg, pad_id: int, progress: bool = True) -> list[float]:
-    """AdamW over the examples, one optimizer step per parent (its prompt packed once with its answers)."""
+    """AdamW over the examples, one optimizer step per parent prompt (its answers share its cache, see _loss)."""
     ws = cfg.warm_start
     by_parent: dict[tuple[str, int], list[Example]] = {}
     for e in examples:
