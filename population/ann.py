@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from population.diversity import _div_from_topk, _topk_rows, normalise
+from population.diversity import div_from_topk, normalise, topk_rows
 
 
 class FaissKnnIndex:
@@ -50,7 +50,7 @@ class FaissKnnIndex:
         sims, rows = self._search(new, max(self.k, self.reverse_k))
         inner = new @ new.T
         np.fill_diagonal(inner, -np.inf)
-        new_topk = _topk_rows(np.concatenate([sims[:, : self.k], inner], 1), self.k)
+        new_topk = topk_rows(np.concatenate([sims[:, : self.k], inner], 1), self.k)
         # Reverse updates: each newcomer offers its similarity to the old items it found.
         offers: dict[int, list[float]] = {}
         for i in range(len(new)):
@@ -63,12 +63,12 @@ class FaissKnnIndex:
             block = np.full((len(old), width), -np.inf, dtype=np.float32)
             for j, r in enumerate(old):
                 block[j, : len(offers[int(r)])] = offers[int(r)]
-            self.topk[old] = _topk_rows(np.concatenate([self.topk[old], block], 1), self.k)
+            self.topk[old] = topk_rows(np.concatenate([self.topk[old], block], 1), self.k)
         self.index.add(new)
         self.topk = np.concatenate([self.topk, new_topk.astype(np.float32)])
 
     def diversity(self) -> np.ndarray:
-        return _div_from_topk(self.topk.astype(np.float64))
+        return div_from_topk(self.topk.astype(np.float64))
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """The HNSW graph (faiss' own serialisation, as bytes) and the top-k lists, for checkpoints."""

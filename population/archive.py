@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from population.child import Child
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS solutions (
     id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES solutions(id), epoch INTEGER NOT NULL,
@@ -101,11 +103,13 @@ class Archive:
         self.db.close()
 
     # ---- solutions -------------------------------------------------------------------
-    def add_many(self, rows: list[dict]) -> list[int]:
+    def add_many(self, rows: list[Child | dict]) -> list[int]:
         """Insert a batch in one transaction: after a crash it is there entirely or not at all.
 
-        A row may name a parent inserted earlier in the same batch."""
-        params = [_params(i, row) for i, row in enumerate(rows)]  # validate everything before writing
+        A row is a Child, or a dict of the archive's columns (the seed, tools, tests); it may name
+        a parent inserted earlier in the same batch."""
+        # Validate everything before writing.
+        params = [_params(i, row.archive_row() if isinstance(row, Child) else row) for i, row in enumerate(rows)]
         ids = []
         with self.db:
             for p in params:

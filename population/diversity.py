@@ -31,7 +31,7 @@ def normalise(x: np.ndarray) -> np.ndarray:
     return x / np.where(norms > 0, norms, 1.0)  # a zero vector stays zero: similarity 0, never NaN
 
 
-def _div_from_topk(topk: np.ndarray) -> np.ndarray:
+def div_from_topk(topk: np.ndarray) -> np.ndarray:
     """1 - mean over the finite entries of each row (-inf pads absent neighbours); none: 1.0."""
     finite = np.isfinite(topk)
     count = finite.sum(1)
@@ -39,7 +39,7 @@ def _div_from_topk(topk: np.ndarray) -> np.ndarray:
     return np.where(count > 0, 1.0 - total / np.maximum(count, 1), 1.0)
 
 
-def _topk_rows(sims: np.ndarray, k: int) -> np.ndarray:
+def topk_rows(sims: np.ndarray, k: int) -> np.ndarray:
     """The k largest entries of each row, descending, padded with -inf."""
     n, width = sims.shape
     if width < k:
@@ -80,7 +80,7 @@ def knn_diversity(query: np.ndarray, base: np.ndarray, k: int, self_index: np.nd
         sims = q[start : start + step] @ b.T if len(b) else np.zeros((len(q[start : start + step]), 0), np.float32)
         if self_index is not None:
             sims[np.arange(len(sims)), self_index[start : start + step]] = -np.inf
-        out[start : start + step] = _div_from_topk(_topk_rows(sims, k).astype(np.float64))
+        out[start : start + step] = div_from_topk(topk_rows(sims, k).astype(np.float64))
     return out
 
 
@@ -146,21 +146,21 @@ class KnnIndex:
     def _add(self, new: np.ndarray, chunk: int) -> None:
         inner = new @ new.T
         np.fill_diagonal(inner, -np.inf)  # an item is never its own neighbour
-        new_topk = _topk_rows(inner, self.k)
+        new_topk = topk_rows(inner, self.k)
         for start in range(0, self._n, chunk):
             block = new @ self._emb[start : min(start + chunk, self._n)].T  # (m, c)
-            new_topk = _topk_rows(np.concatenate([new_topk, block], 1), self.k)
+            new_topk = topk_rows(np.concatenate([new_topk, block], 1), self.k)
             # Only old items whose best newcomer beats their current k-th neighbour change.
             rows = np.flatnonzero(block.max(axis=0) > self.topk[start : start + block.shape[1], -1])
             if rows.size:
                 old = self.topk[start + rows]
-                self.topk[start + rows] = _topk_rows(np.concatenate([old, block[:, rows].T], 1), self.k)
+                self.topk[start + rows] = topk_rows(np.concatenate([old, block[:, rows].T], 1), self.k)
         self._append(new)
         self.topk = np.concatenate([self.topk, new_topk.astype(np.float32)])
 
     def diversity(self) -> np.ndarray:
         """Eq. 6 for every item added so far, (N,) float64."""
-        return _div_from_topk(self.topk.astype(np.float64))
+        return div_from_topk(self.topk.astype(np.float64))
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """Arrays that ``from_state`` restores bit-for-bit (a checkpoint; re-adding could round differently)."""
@@ -169,14 +169,3 @@ class KnnIndex:
     def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
         restored = KnnIndex.from_state(self.k, state["emb"], state["topk"])
         self._emb, self._n, self.topk = restored._emb, restored._n, restored.topk
-
-
-def make_knn_index(kind: str, k: int):
-    """``exact`` (default, chunked matrix products) or ``faiss`` (HNSW, for very large archives)."""
-    if kind == "exact":
-        return KnnIndex(k)
-    if kind == "faiss":
-        from population.ann import FaissKnnIndex
-
-        return FaissKnnIndex(k)
-    raise ValueError(f"unknown knn index {kind!r}; valid: exact, faiss")

@@ -51,7 +51,7 @@ def to_jsonable(value, depth=0):
 def _text(exc: BaseException) -> str:
     try:
         return str(exc)[:800]
-    except BaseException:  # noqa: BLE001 - an exception class with a broken __str__
+    except BaseException:
         return "(the exception's message could not be turned into text)"
 
 
@@ -77,9 +77,9 @@ def run(program: str, entry: str, harness: str | None = None) -> dict:
         module = types.ModuleType("program")
         module.__file__ = program
         sys.modules["program"] = module  # so the program's own classes/functions resolve as a module
-        exec(compile(source, SHOWN_NAME, "exec"), module.__dict__)  # noqa: S102 - this process is the sandbox
+        exec(compile(source, SHOWN_NAME, "exec"), module.__dict__)
         if harness_source is not None:  # its own file name: its frames stay out of the program's traceback
-            exec(compile(harness_source, "harness.py", "exec"), module.__dict__)  # noqa: S102
+            exec(compile(harness_source, "harness.py", "exec"), module.__dict__)
         fn = getattr(module, entry, None)
         if not callable(fn):
             names = sorted(n for n in vars(module) if not n.startswith("_") and callable(vars(module)[n]))
@@ -87,12 +87,12 @@ def run(program: str, entry: str, harness: str | None = None) -> dict:
                             f"(it defines: {', '.join(names[:12]) or 'no functions'})")
         phase = "call"
         returned = fn()
-    except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are program errors too
+    except BaseException as exc:
         return {"ok": False, "kind": "error", "phase": phase, "error": type(exc).__name__,
                 "message": _text(exc), "traceback": user_traceback(exc)}
     try:
         return {"ok": True, "value": to_jsonable(returned)}
-    except Exception as exc:  # noqa: BLE001 - e.g. a tolist() that raises: the result is unusable
+    except Exception as exc:
         return {"ok": False, "kind": "bad_output", "error": type(exc).__name__, "message": _text(exc)}
 
 
@@ -169,7 +169,7 @@ if __name__ == "__main__":
     main()
     try:
         sys.stdout.flush()
-    except BaseException:  # noqa: BLE001 - the program may have replaced or closed stdout
+    except BaseException:
         pass
     # Skip interpreter teardown: atexit hooks, __del__ methods and threads the program left behind
     # would otherwise run after the result is written (and could hang until the time limit).

@@ -18,7 +18,7 @@ Layers (``isolation()`` reports which ones this machine allows):
   then cannot write outside its directory and /tmp, signal the trainer or touch runs/, and
   RLIMIT_NPROC applies (the kernel ignores it for root, so a root child does not get it);
 * a private mount namespace (``rewards.fs_jail``): every mount read-only except the
-  program's directory and /dev, the repository's tasks/ hidden under an empty tmpfs (held-out
+  program's directory and /dev, the repository's tasks/ and .git/ hidden under empty tmpfs (held-out
   data), and the capability bounding set emptied, so even a uid-0 child cannot remount, override
   permissions or write the trainer's files. Refused: the uid's permissions apply;
 * a fresh PID namespace via ``unshare(CLONE_NEWPID)``: the runner forks a reaping init
@@ -64,7 +64,9 @@ from pathlib import Path
 from rewards import cgroup, fs_jail
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_runner.py")
-TASKS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tasks")  # hidden from programs
+REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TASKS_DIR = os.path.join(REPO_DIR, "tasks")  # hidden from programs: held-out data lives there
+GIT_DIR = os.path.join(REPO_DIR, ".git")  # hidden too: `git show HEAD:tasks/...` would hand out the same files
 CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWUSER = 0x40000000, 0x20000000, 0x10000000
 MAX_RESULT_BYTES = 8 << 20
 MAX_FILE_BYTES = 16 << 20
@@ -204,7 +206,7 @@ def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, work
             soft, hard = min(soft, cur_hard), min(hard, cur_hard)
         limits.append((res, (soft, hard)))
     userns = _userns_maps() if os.geteuid() != 0 and _unshare is not None and _userns_allowed else None
-    jail = fs_jail.plan(workdir, hide=(TASKS_DIR,), userns=userns is not None)
+    jail = fs_jail.plan(workdir, hide=(TASKS_DIR, GIT_DIR), userns=userns is not None)
 
     def apply() -> None:
         if cgroup_procs is not None:  # first: while still in the evaluator's namespaces, mounts and uid

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Union
+from typing import Callable, Iterable, Iterator, Mapping, Protocol, Union
 
 import torch
+
+from rollout.config import RolloutConfig
 
 Weights = Union[Mapping[str, torch.Tensor], Iterable[tuple[str, torch.Tensor]]]
 
@@ -39,8 +41,8 @@ class SamplingParams:
             raise TypeError("SamplingParams.stop is a tuple of strings, not one string")
 
     @classmethod
-    def from_config(cls, rollout, seed: int | None) -> "SamplingParams":
-        """The loop's sampling settings (``rollout`` is train.config.RolloutConfig)."""
+    def from_config(cls, rollout: RolloutConfig, seed: int | None) -> "SamplingParams":
+        """The loop's sampling settings from its ``rollout:`` section."""
         return cls(rollout.group_size, rollout.temperature, rollout.top_p, rollout.max_new_tokens,
                    seed=seed if rollout.seeded else None, stop=parse_stop(rollout.stop))
 
@@ -99,25 +101,23 @@ def parse_stop(text: str) -> tuple[str, ...]:
     return tuple(s for s in text.split("|") if s)
 
 
-def build_engine(name: str, cfg: Any = None, **context) -> Engine:
-    """Build the engine ``name`` for a run.
+def build_engine(name: str, rollout: RolloutConfig | None = None, **context) -> Engine:
+    """Build the engine ``name`` from its ``rollout:`` section (defaults when None).
 
-    ``cfg`` is the HelixConfig (defaults when None); ``context`` holds what the loop has:
-    ``model`` (the trainer's module), ``tokenizer``, ``info`` (DistInfo), ``progress``. An engine
-    class with a ``from_config(cfg, **context)`` classmethod gets all of it; any other factory is
-    called with the context keywords its signature names (so a test engine can take just
-    ``model`` and ``tokenizer``).
+    ``context`` is what the loop resolved for it: ``model`` and ``tokenizer`` (the trainer's),
+    ``info`` (the rank's DistInfo: rank, world, device), ``progress``, ``model_path`` (a local HF
+    directory of the policy, or None when it exists only in memory, e.g. tiny-random),
+    ``model_name`` (model.policy, as a server knows it), ``dtype`` (model.dtype), ``seed`` (run.seed)
+    and ``cache_dir`` (the cache root for engine workspaces). An engine class with a
+    ``from_config(rollout, **context)`` classmethod gets all of it; any other factory is called with
+    the context keywords its signature names (so a test engine can take just ``model`` and ``tokenizer``).
     """
     if name not in ENGINES:
         raise ValueError(f"unknown rollout.engine {name!r}; registered: {sorted(ENGINES)}")
     factory = ENGINES[name]
-    if cfg is None:
-        from train.config import HelixConfig
-
-        cfg = HelixConfig()
     from_config = getattr(factory, "from_config", None)
     if from_config is not None:
-        return from_config(cfg, **context)
+        return from_config(rollout if rollout is not None else RolloutConfig(), **context)
     params = inspect.signature(factory).parameters
     if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
         context = {k: v for k, v in context.items() if k in params}

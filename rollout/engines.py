@@ -5,8 +5,18 @@ vllm and openai modules import nothing heavy at module level, so registering the
 machine that has neither vLLM nor a server.
 """
 
-from rollout.engine_api import (ENGINES, Completion, Engine, OnBatch, SamplingParams, Weights, build_engine,  # noqa: F401
-                                generate_streaming, parse_stop, register_engine)
+from rollout.engine_api import (  # noqa: F401
+                                ENGINES,
+                                Completion,
+                                Engine,
+                                OnBatch,
+                                SamplingParams,
+                                Weights,
+                                build_engine,
+                                generate_streaming,
+                                parse_stop,
+                                register_engine,
+)
 from rollout.hf_engine import HFEngine  # noqa: F401
 from rollout.openai_engine import OpenAIEngine  # noqa: F401
 from rollout.vllm_engine import VLLMEngine  # noqa: F401

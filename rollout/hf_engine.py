@@ -37,13 +37,13 @@ class HFEngine:
         return param.device if param is not None else torch.device("cpu")
 
     @classmethod
-    def from_config(cls, cfg, model=None, tokenizer=None, info=None, progress: bool = False, model_path: str | None = None):
+    def from_config(cls, rollout, model=None, tokenizer=None, info=None, progress: bool = False, **_):
         if model is None or tokenizer is None:
             raise ValueError("the hf engine samples from the trainer's module: build_engine needs model= and tokenizer=")
-        engine = cls(model, tokenizer, cfg.rollout.batch_size, progress)
+        engine = cls(model, tokenizer, rollout.batch_size, progress)
         engine.device = info.device if info is not None else None
-        engine.stop = parse_stop(cfg.rollout.stop)
-        engine.seeded = cfg.rollout.seeded
+        engine.stop = parse_stop(rollout.stop)
+        engine.seeded = rollout.seeded
         return engine
 
     @property

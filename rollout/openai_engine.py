@@ -52,9 +52,9 @@ class OpenAIEngine:
         self.backoff_s = backoff_s
 
     @classmethod
-    def from_config(cls, cfg, model=None, tokenizer=None, info=None, progress: bool = False, model_path: str | None = None):
-        r = cfg.rollout
-        return cls(tokenizer, r.openai_base_url, r.openai_model or cfg.model.policy,
+    def from_config(cls, rollout, tokenizer=None, model_name: str = "", **_):
+        r = rollout
+        return cls(tokenizer, r.openai_base_url, r.openai_model or model_name,
                    api_key=os.environ.get(r.openai_api_key_env) or None, timeout_s=r.openai_timeout_s,
                    max_retries=r.openai_max_retries, stop=parse_stop(r.stop), seeded=r.seeded)
 

@@ -46,18 +46,16 @@ def _prepare_env(workspace: Path, local_world: int = 1) -> None:
     os.environ.setdefault("DO_NOT_TRACK", "1")
 
 
-def model_directory(cfg, model, tokenizer, workspace: Path, rank: int = 0, model_path: str | None = None) -> Path:
-    """A local HF directory vLLM can load: the converted/local policy (``model_path``, the loop's
-    resolved policy such as a warm-started copy, else ``model.policy``), or ``tiny-random`` saved
-    from the trainer's module (each rank its own copy, so ranks never race on one directory)."""
-    from train.models import TINY_RANDOM, resolve_policy_path
-
-    policy = model_path or cfg.model.policy
-    if policy != TINY_RANDOM:
-        return resolve_policy_path(policy, cfg.model.cache_dir)
+def model_directory(model_path: str | Path | None, model, tokenizer, workspace: Path, seed: int = 0,
+                    rank: int = 0) -> Path:
+    """A local HF directory vLLM can load: the loop's resolved policy directory (``model_path``, e.g.
+    a warm-started copy), or, for a policy that exists only in memory (tiny-random), the trainer's
+    module saved into the workspace (each rank its own copy, so ranks never race on one directory)."""
+    if model_path is not None:
+        return Path(model_path)
     if model is None or tokenizer is None:
-        raise ValueError("model.policy=tiny-random has no directory: build_engine needs model= and tokenizer= to save one")
-    out = workspace / f"tiny-random-seed{cfg.run.seed}-rank{rank}"
+        raise ValueError("the policy has no directory (tiny-random): build_engine needs model= and tokenizer= to save one")
+    out = workspace / f"tiny-random-seed{seed}-rank{rank}"
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out
@@ -133,17 +131,18 @@ class VLLMEngine:
         self.prefix_stale = False  # weights changed while the KV cache slept: reset once it wakes
 
     @classmethod
-    def from_config(cls, cfg, model=None, tokenizer=None, info=None, progress: bool = False, model_path: str | None = None):
-        from train.models import cache_root
-
-        r = cfg.rollout
+    def from_config(cls, rollout, model=None, tokenizer=None, info=None, progress: bool = False,
+                    model_path: str | Path | None = None, dtype: str = "float32", seed: int = 0,
+                    cache_dir: str | Path | None = None, **_):
+        r = rollout
         rank, world = (info.rank, info.world) if info is not None else (0, 1)
-        workspace = Path(r.vllm_workspace) if r.vllm_workspace else cache_root(cfg.model.cache_dir) / "vllm-workspace"
-        model_dir = model_directory(cfg, model, tokenizer, workspace, rank, model_path)
-        return cls(model_dir, tp=r.vllm_tp, dtype=cfg.model.dtype if r.vllm_dtype == "auto" else r.vllm_dtype,
+        root = Path(cache_dir) if cache_dir is not None else Path.home() / ".cache" / "helix"
+        workspace = Path(r.vllm_workspace) if r.vllm_workspace else root / "vllm-workspace"
+        model_dir = model_directory(model_path, model, tokenizer, workspace, seed, rank)
+        return cls(model_dir, tp=r.vllm_tp, dtype=dtype if r.vllm_dtype == "auto" else r.vllm_dtype,
                    enforce_eager=r.vllm_enforce_eager, gpu_memory_utilization=r.vllm_gpu_memory_utilization,
                    kv_cache_gb=r.vllm_kv_cache_gb, max_model_len=r.vllm_max_model_len or r.max_prompt_tokens + r.max_new_tokens,
-                   seed=cfg.run.seed, prefix_caching=r.vllm_prefix_caching, sleep_level=r.vllm_sleep_level,
+                   seed=seed, prefix_caching=r.vllm_prefix_caching, sleep_level=r.vllm_sleep_level,
                    workspace=workspace, world=world, stop=parse_stop(r.stop), seeded=r.seeded, progress=progress,
                    batch_size=r.batch_size)
 

@@ -1,15 +1,19 @@
 """Run a set of ablations with several seeds under one budget, and write one comparison table.
 
     python scripts/ablate.py --task circle_packing_26 --seeds 0 1 2 --evaluations 64
-    python scripts/ablate.py --task circle_packing_26 --variants helix evo_only --wall-s 900
+    python scripts/ablate.py --task keane_bump_20 --variants helix evo_only --wall-s 900
+    python scripts/ablate.py --config configs/circle_packing_14b.yaml --seeds 0 --evaluations 512
     python scripts/ablate.py --task circle_packing_26 --seeds 0 --evaluations 8 --set model.policy=tiny-random
 
-Each (variant, seed) is its own `train/helix.py` process on `configs/ablations/<task>/<variant>.yaml`,
-stopped by the same budget (children evaluated, or wall-clock seconds), so every variant gets the
-same number of evaluated programs. Runs land in OUT/<variant>-s<seed>; a run finished with the
-same command is not redone, so an interrupted ablation continues where it stopped (a run made
-with other settings is run again). The table (markdown + JSON) goes
-to OUT/ablation.md and OUT/ablation.json.
+A variant is an overlay, configs/ablations/<variant>.yaml: the one setting it changes (helix: none), for any task.
+Each (variant, seed) is its own `train/helix.py` process on the task's config (`--task T`: configs/T.yaml, or
+`--config PATH`) with the variant's setting(s) as dotted overrides, given last so that they hold; its run directory's
+config.yaml is the resolved config. Every run is stopped by the same budget (children evaluated, or wall-clock
+seconds), so every variant gets the same number of evaluated programs. A variant that would not change the task's
+config (its setting is already the config's) repeats helix: it is skipped with a note, or refused when named in
+--variants. Runs land in OUT/<variant>-s<seed>; a run finished with the same command is not redone, so an
+interrupted ablation continues where it stopped (a run made with other settings is run again). The table
+(markdown + JSON) goes to OUT/ablation.md and OUT/ablation.json.
 """
 
 from __future__ import annotations
@@ -24,10 +28,68 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-ABLATIONS = ROOT / "configs" / "ablations"
+CONFIGS = ROOT / "configs"
+ABLATIONS = CONFIGS / "ablations"
 DONE = "ablation_result.json"
+
+
+def available_tasks() -> list[str]:
+    """Names T with a config configs/T.yaml (the CPU task configs, the paper-scale ones and the quickstart)."""
+    return sorted(p.stem for p in CONFIGS.glob("*.yaml"))
+
+
+def available_variants() -> list[str]:
+    return sorted(p.stem for p in ABLATIONS.glob("*.yaml"))
+
+
+def _leaves(data: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out.update(_leaves(value, f"{prefix}{key}."))
+        else:
+            out[prefix + str(key)] = value
+    return out
+
+
+def variant_settings(variant: str) -> dict:
+    """A variant overlay's settings as {"section.key": value} (helix: {})."""
+    path = ABLATIONS / f"{variant}.yaml"
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict) or "base" in data:
+        raise ValueError(f"{path}: a variant overlay is a mapping of the setting(s) it changes, with no 'base'")
+    return _leaves(data)
+
+
+def _as_yaml(value) -> str:
+    """A value as the text after '=' in a dotted override (parsed back as YAML)."""
+    if isinstance(value, str) and yaml.safe_load(value) == value:
+        return value
+    return json.dumps(value)
+
+
+def variant_overrides(variant: str) -> list[str]:
+    """The variant as dotted overrides for train/helix.py (and train.config.load_config)."""
+    return [f"{key}={_as_yaml(value)}" for key, value in variant_settings(variant).items()]
+
+
+def unchanged_by(config: Path, variants: list[str], overrides: list[str]) -> dict[str, list[str]]:
+    """For each variant that leaves the config (with overrides) exactly as it is, its settings: it would repeat
+    helix. Loading every variant also validates it on this config now, not hours later when its turn comes."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from train.config import load_config, to_dict
+
+    base = to_dict(load_config(config, overrides))
+    same = {}
+    for variant in variants:
+        extra = variant_overrides(variant)
+        if extra and to_dict(load_config(config, overrides + extra)) == base:
+            same[variant] = extra
+    return same
 
 
 @dataclass(frozen=True)
@@ -62,7 +124,9 @@ def summarize(results: list[RunResult]) -> list[dict]:
         mine = [r for r in results if r.variant == variant]
         best = np.array([r.best_reward for r in mine])
         mean = np.array([r.child_reward_mean for r in mine])
-        spread = (lambda x: float(x.std(ddof=1)) if len(x) > 1 else 0.0)
+        def spread(x):
+            return float(x.std(ddof=1)) if len(x) > 1 else 0.0
+
         rows.append(dict(variant=variant, seeds=len(mine), best_mean=float(best.mean()), best_std=spread(best),
                          best_max=float(best.max()), reward_mean=float(mean.mean()), reward_std=spread(mean),
                          valid_frac=float(np.mean([r.child_valid_frac for r in mine])),
@@ -82,12 +146,12 @@ def markdown(rows: list[dict], title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_one(task: str, variant: str, seed: int, out: Path, budget: list[str], overrides: list[str], quiet: bool) -> RunResult:
+def run_one(config: Path, variant: str, seed: int, out: Path, budget: list[str], overrides: list[str],
+            quiet: bool) -> RunResult:
     run_dir = out / f"{variant}-s{seed}"
-    config = ABLATIONS / task / f"{variant}.yaml"
     cmd = [sys.executable, str(ROOT / "train" / "helix.py"), "--config", str(config), f"run.seed={seed}",
            f"run.output_dir={out}", f"run.name={run_dir.name}", "run.export=false", "run.checkpoint_every=0",
-           "run.progress=false", *budget, *overrides]
+           "run.progress=false", *budget, *overrides, *variant_overrides(variant)]
     if (run_dir / DONE).is_file():  # finished earlier with the same settings: an interrupted ablation continues
         done = json.loads((run_dir / DONE).read_text())
         if done.get("command") == cmd[1:]:
@@ -111,39 +175,55 @@ def run_one(task: str, variant: str, seed: int, out: Path, budget: list[str], ov
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--task", required=True, help="a folder under configs/ablations/")
-    parser.add_argument("--variants", nargs="+", help="default: every config in configs/ablations/<task>/")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--task", help="T: ablate configs/T.yaml (any task config there, e.g. keane_bump_20)")
+    target.add_argument("--config", type=Path, help="ablate this config file instead")
+    parser.add_argument("--variants", nargs="+", help="default: every overlay in configs/ablations/, helix first")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     budget = parser.add_mutually_exclusive_group(required=True)
     budget.add_argument("--evaluations", type=int, help="children evaluated per run (the same for every variant)")
     budget.add_argument("--wall-s", type=float, help="wall-clock seconds per run")
-    parser.add_argument("--out", type=Path, help="default: runs/ablate-<task>")
+    parser.add_argument("--out", type=Path, help="default: runs/ablate-<task or config name>")
     parser.add_argument("--quiet", action="store_true", help="hide each run's console table")
     parser.add_argument("--set", nargs="+", default=[], dest="overrides", metavar="KEY=VALUE",
                         help="dotted overrides applied to every run, e.g. --set rollout.max_new_tokens=128")
     args = parser.parse_args(argv)
+    if args.evaluations is not None and args.evaluations < 1:
+        parser.error("--evaluations must be >= 1")
 
-    folder = ABLATIONS / args.task
-    available = sorted(p.stem for p in folder.glob("*.yaml"))
-    if not available:
-        tasks = sorted(p.name for p in ABLATIONS.iterdir() if p.is_dir())
-        parser.error(f"no ablation configs in {folder}; tasks with ablations: {', '.join(tasks)}")
+    if args.task is not None:
+        config, label = CONFIGS / f"{args.task}.yaml", args.task
+        if not config.is_file():
+            parser.error(f"no config {config.relative_to(ROOT)}; tasks with a config: {', '.join(available_tasks())}")
+    else:
+        config, label = args.config.resolve(), args.config.stem
+        if not config.is_file():
+            parser.error(f"no config file {args.config}")
+    available = available_variants()
     variants = args.variants or (["helix"] + [v for v in available if v != "helix"])
     unknown = [v for v in variants if v not in available]
     if unknown:
-        parser.error(f"unknown variant(s) {unknown}; available for {args.task}: {', '.join(available)}")
+        parser.error(f"unknown variant(s) {unknown}; available (configs/ablations/): {', '.join(available)}")
+    try:
+        same = unchanged_by(config, variants, args.overrides)
+    except ValueError as err:  # train.config.ConfigError is one
+        parser.error(f"config error: {err}")
+    for variant, settings in same.items():
+        why = f"variant {variant} ({' '.join(settings)}) leaves {label} unchanged: it would repeat helix"
+        if args.variants:
+            parser.error(why)
+        print(f"[ablate] skipping {why}", flush=True)
+    variants = [v for v in variants if v not in same]
     if args.evaluations is not None:
-        if args.evaluations < 1:
-            parser.error("--evaluations must be >= 1")
         budget_args = [f"run.max_evaluations={args.evaluations}", "trainer.epochs=100000"]
-        title = f"{args.task}: {args.evaluations} evaluated programs per run"
+        title = f"{label}: {args.evaluations} evaluated programs per run"
     else:
         budget_args = [f"run.time_budget_s={args.wall_s}", "trainer.epochs=100000"]
-        title = f"{args.task}: {args.wall_s:.0f} s wall clock per run"
-    out = args.out or ROOT / "runs" / f"ablate-{args.task}"
+        title = f"{label}: {args.wall_s:.0f} s wall clock per run"
+    out = args.out or ROOT / "runs" / f"ablate-{label}"
     out.mkdir(parents=True, exist_ok=True)
 
-    results = [run_one(args.task, v, s, out, budget_args, args.overrides, args.quiet)
+    results = [run_one(config, v, s, out, budget_args, args.overrides, args.quiet)
                for v in variants for s in args.seeds]
     rows = summarize(results)
     table = markdown(rows, title)

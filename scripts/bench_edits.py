@@ -55,18 +55,18 @@ def score(groups, parents, evaluator, task) -> dict:
 
     from rollout.edits import extract_answer, parse_edits
     from train.children import evaluate_children
-    from train.helix import plain
+    from train.epoch_loop import plain
 
-    jobs = [SimpleNamespace(parent_id=i, parent_code=p.code, index=i) for i, p in enumerate(parents)]
-    rows, _ = evaluate_children(SimpleNamespace(task=task, evaluator=evaluator), jobs, plain(groups), epoch=0, progress=False)
+    jobs = [SimpleNamespace(parent_id=i, parent_code=p.code, index=i, tag=-1) for i, p in enumerate(parents)]
+    rows = evaluate_children(task, evaluator, jobs, plain(groups), epoch=0, progress=False)
     completions = [c for group in groups for c in group]
     owners = [parents[i] for i, group in enumerate(groups) for _ in group]
-    applied = [not r["metrics"].get("edit_failed") for r in rows]
-    changed = [a and not r["metrics"].get("unchanged") for a, r in zip(applied, rows)]
+    applied = [not r.metrics.get("edit_failed") for r in rows]
+    changed = [a and not r.metrics.get("unchanged") for a, r in zip(applied, rows)]
     counts = dict(n=len(rows), block=sum(bool(parse_edits(extract_answer(c.text))) for c in completions),
-                  applies=sum(applied), changed=sum(changed), valid=sum(bool(r["valid"]) for r in rows),
-                  better=sum(bool(r["valid"]) and r["reward"] > p.reward for r, p in zip(rows, owners)))
-    per_group = [[r["reward"] for r, p in zip(rows, owners) if p is parent] for parent in parents]
+                  applies=sum(applied), changed=sum(changed), valid=sum(r.valid for r in rows),
+                  better=sum(r.valid and r.reward > p.reward for r, p in zip(rows, owners)))
+    per_group = [[r.reward for r, p in zip(rows, owners) if p is parent] for parent in parents]
     return dict(counts, distinct=[len(set(g)) for g in per_group], std=[float(np.std(g)) for g in per_group],
                 len_mean=float(np.mean([len(c.token_ids) for c in completions])))
 
@@ -100,7 +100,8 @@ def main(argv=None) -> None:
                         max_model_len=cfg.rollout.max_prompt_tokens + max_new, stop=("</answer>",))
     warm, _ = load_policy(str(warm_dir), "float32")
     print(f"prompt tokens: {[len(p) for p in prompts]}; {args.samples} samples each; max_new_tokens {max_new}\n")
-    print("| policy | temperature | has a block | applies | changed | runs and valid | beats its parent | distinct rewards per group | reward std per group | answer tokens | s per sample |")
+    print("| policy | temperature | has a block | applies | changed | runs and valid | beats its parent "
+          "| distinct rewards per group | reward std per group | answer tokens | s per sample |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     chosen = args.policies.split(",")
     for name, model in [(n, m) for k, n, m in (("cold", "SmolLM2-135M cold", cold), ("warm", "warm-started", warm)) if k in chosen]:

@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from population.diversity import KnnIndex, knn_diversity, normalise  # noqa: E402
-from population.selection import select  # noqa: E402
+from population.diversity import KnnIndex, knn_diversity, normalise
+from population.selection import select
 
 
 def timed(fn, repeat: int = 1):
@@ -128,7 +128,8 @@ def main(argv=None) -> int:
             print(f"| {dtype} | {rate:.1f} |")
         print()
     print(f"Adding {args.children} children (d=384, k={args.k}, population {args.population}):\n")
-    print("| archive | incremental kNN + Div | NSGA-II select | total | naive full kNN | naive / ours | pymoo NSGA2 survival | pymoo / ours |")
+    print("| archive | incremental kNN + Div | NSGA-II select | total | naive full kNN | naive / ours "
+          "| pymoo NSGA2 survival | pymoo / ours |")
     print("|---|---|---|---|---|---|---|---|")
     for n in args.sizes:
         r = bench_archive(n, args.children, args.k, 384, args.population, args.naive_limit, rng)

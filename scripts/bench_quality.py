@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import ablate  # noqa: E402
+import ablate
 
 VARIANTS = ["helix", "evo_only", "train_only", "best_of_n"]
 # Smaller than the paper on purpose: 2 cores must finish 2 tasks x 4 variants x 3 seeds.

@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rewards import Evaluator  # noqa: E402
-from tasks import load_task  # noqa: E402
+from rewards import Evaluator
+from tasks import load_task
 
 TRUE = {
     "symreg_chemistry": "t, a = x[:, 0], x[:, 1]\n    return -params[0] * a**2 - params[1] * a * np.exp(-params[2] * t)",

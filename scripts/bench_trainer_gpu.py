@@ -37,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch  # noqa: E402
+import torch
 
 SHAPES = {
     # Qwen2.5-1.5B's shape.
@@ -114,13 +114,11 @@ def main(argv=None) -> dict:
         ap.error("lengths, sizes and --steps must be >= 1, --warmup >= 0")
     if args.group_size < 2:
         ap.error("--group-size must be >= 2 (one sample per group has no advantage to learn from)")
-    if args.offload and args.strategy == "deepspeed" and args.zero_stage != 3:
-        ap.error("--offload under deepspeed needs --zero-stage 3")
 
+    from train.backends import needs_process_group
     from train.config import TrainerConfig
     from train.distributed import all_reduce_max, init_distributed, shutdown
     from train.learner import Learner
-    from train.sharding import needs_process_group
 
     info = init_distributed(single_process_group=needs_process_group(args.strategy))
     model = build_model(args.shape, args.seed)
@@ -131,7 +129,7 @@ def main(argv=None) -> dict:
                         offload_optimizer=args.offload, zero_stage=args.zero_stage, kl_coef=args.kl_coef,
                         micro_batch_size=args.micro_batch_size, lr=1e-6)
     learner = Learner(model, cfg, group_size=args.group_size, temperature=1.0, pad_id=0, info=info)
-    if learner.strategy in ("none", "ddp") and args.bf16 and info.is_main:
+    if not learner.backend.honours_bf16 and args.bf16 and info.is_main:
         print(f"[bench] --bf16 applies to fsdp2/deepspeed only; {learner.strategy} runs in fp32", file=sys.stderr)
     samples = random_batch(args, SHAPES[args.shape]["vocab_size"], info.rank)
     cuda = learner.device.type == "cuda"
@@ -159,9 +157,9 @@ def main(argv=None) -> dict:
     result = {
         "shape": args.shape, "n_params": n_params, "strategy_requested": args.strategy, "strategy": learner.strategy,
         "world": info.world, "device": torch.cuda.get_device_name() if cuda else "cpu",
-        "bf16": args.bf16 and learner.strategy in ("fsdp2", "deepspeed"), "offload": args.offload,
+        "bf16": args.bf16 and learner.backend.honours_bf16, "offload": args.offload,
         "gradient_checkpointing": args.gradient_checkpointing,
-        "zero_stage": args.zero_stage if learner.strategy == "deepspeed" else None,
+        "zero_stage": getattr(learner.backend, "zero_stage", None),
         "prompt_len": args.prompt_len, "response_len": args.response_len, "sequences_per_rank": args.sequences_per_rank,
         "group_size": args.group_size, "micro_batch_size": args.micro_batch_size, "reference_model": with_ref,
         "tokens_per_step": tokens, "step_s_median": step_s, "step_s": times, "tokens_per_s": tokens / step_s,

@@ -17,11 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
-import yaml  # noqa: E402
+import numpy as np
+import yaml
 
-from population.archive import Archive  # noqa: E402
-from population.diversity import knn_diversity  # noqa: E402
+from population.archive import Archive
+from population.diversity import knn_diversity
 
 
 def _paths(run: str) -> tuple[Path, int]:

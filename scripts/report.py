@@ -27,15 +27,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
-from matplotlib import colormaps  # noqa: E402
-from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
-from matplotlib.colors import Normalize  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
-
-import report_data as rd  # noqa: E402
-from report_data import LineageTree, PopulationPoints, pick_epochs  # noqa: E402
+import numpy as np
+import report_data as rd
+from matplotlib import colormaps
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import Normalize
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+from report_data import LineageTree, PopulationPoints, pick_epochs
 
 
 @dataclass
@@ -253,7 +252,7 @@ def best_rendering(run: rd.RunData, best, execute: bool):
         fig = plot_artefact(_load_render(render_path), result.value,
                                f"best solution #{best.id} (epoch {best.epoch}): reward {verdict.reward:.8g}"
                                f"{'' if verdict.valid else ' (INVALID)'}")
-    except Exception as exc:  # noqa: BLE001 - a task's drawing code must not sink the whole report
+    except Exception as exc:
         return None, notes + [f"{render_path} failed: {type(exc).__name__}: {exc}"]
     return fig, notes
 

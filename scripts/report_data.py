@@ -16,12 +16,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
-import yaml  # noqa: E402
+import numpy as np
+import yaml
 
-from population.archive import Archive  # noqa: E402
-from population.diversity import knn_diversity  # noqa: E402
-from population.selection import nondominated_fronts  # noqa: E402
+from population.archive import Archive
+from population.diversity import knn_diversity
+from population.selection import nondominated_fronts
 
 PHASES = (("gen_time_s", "generate"), ("eval_time_s", "evaluate"), ("train_time_s", "train"),
           ("weight_sync_time_s", "weight sync"), ("embed_select_time_s", "embed + select"), ("checkpoint_time_s", "checkpoint"))

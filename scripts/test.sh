@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Fresh machine -> the whole test suite (slow end-to-end tests included). `.ci/run` calls this.
-# Extra arguments go to pytest, e.g.  bash scripts/test.sh -m "not slow"  or  bash scripts/test.sh -k config
+# Fresh machine -> lint (ruff, config in pyproject.toml), then the whole test suite (slow end-to-end
+# tests included). `.ci/run` calls this. Extra arguments go to pytest, e.g.
+#   bash scripts/test.sh -m "not slow"      bash scripts/test.sh -k config      HELIX_SKIP_LINT=1 bash scripts/test.sh
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/setup.sh" || exit $?
 cd "$ROOT"
+if [[ -z "${HELIX_SKIP_LINT:-}" ]]; then
+  "$ROOT/.venv/bin/ruff" check . || { echo "scripts/test.sh: ruff check failed (see above); fix it or run .venv/bin/ruff check --fix ." >&2; exit 1; }
+fi
 "$ROOT/.venv/bin/python" -m pytest "$@"
 rc=$?
 if [[ $rc -eq 5 ]]; then

@@ -13,7 +13,7 @@ without its entry function fails loudly at start-up, not as zero rewards later.
 shows it instead of description.md under ``rollout.description: brief`` (the CPU quickstart).
 
 ``prompt.md`` (optional) replaces rollout.prompts.DEFAULT_TEMPLATE, the user message of every
-prompt for this task. Its placeholders are rollout.prompts.PLACEHOLDERS ({description},
+prompt for this task. Its placeholders are tasks.template.PLACEHOLDERS ({description},
 {entry_function}, {timeout}, {ancestors}, {parent}, {contract}); {parent} and {contract} are
 required and a literal brace is written {{ or }}. It is checked here, so an unknown or missing
 placeholder fails at start-up; a file named like it (prompt.txt, prompts.md) fails too, rather
@@ -56,7 +56,7 @@ from typing import Any, Callable
 
 import yaml
 
-from rollout.prompts import check_template
+from tasks.template import check_template
 
 TASKS_DIR = Path(__file__).resolve().parent
 log = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ class Task:
         with the reason (the batch goes on); returning a non-Verdict is a task bug and raises."""
         try:
             verdict = self._verify(returned)
-        except Exception as exc:  # noqa: BLE001 - one odd artefact must not stop the run
+        except Exception as exc:
             log.warning("task %s: verifier raised %s: %s", self.name, type(exc).__name__, exc)
             return invalid(f"the verifier could not check the result: {type(exc).__name__}: {exc}"[:500])
         if not isinstance(verdict, Verdict):

@@ -27,7 +27,7 @@ def usage(n: int) -> str:
     return f"run_packing() must return (centers, radii, sum_radii) with centers of shape ({n}, 2) and radii of shape ({n},)"
 
 
-def _array(value, shape: tuple, name: str, usage_text: str):
+def as_array(value, shape: tuple, name: str, usage_text: str):
     """A float array of exactly ``shape``, or (None, why). Strings, None and booleans are not numbers."""
     try:
         arr = np.asarray(value)
@@ -38,7 +38,7 @@ def _array(value, shape: tuple, name: str, usage_text: str):
         return None, f"{name} must contain only numbers, got {what}; {usage_text}"
     if arr.shape != shape:
         return None, f"{name} must have shape {shape}, got shape {arr.shape}; {usage_text}"
-    if not isinstance(value, np.ndarray) and _has_bool(value):  # [0.1, True] would otherwise pass as 1.0
+    if not isinstance(value, np.ndarray) and has_bool(value):  # [0.1, True] would otherwise pass as 1.0
         return None, f"{name} must contain only numbers, got booleans; {usage_text}"
     arr = arr.astype(np.float64)
     bad = np.flatnonzero(~np.isfinite(arr).reshape(shape[0], -1).all(axis=1))
@@ -47,7 +47,7 @@ def _array(value, shape: tuple, name: str, usage_text: str):
     return arr, None
 
 
-def _has_bool(value) -> bool:
+def has_bool(value) -> bool:
     stack = [value]
     while stack:
         item = stack.pop()
@@ -101,15 +101,42 @@ def _disk_problem(centers, radii):
 CONTAINERS = {"square": _square_problem, "disk": _disk_problem}
 
 
+def overlap_problem(centers: np.ndarray, radii: np.ndarray):
+    """(worst overlap, pairs, text) for the pairs of circles that overlap by more than TOL, or None."""
+    x, y = centers[:, 0], centers[:, 1]
+    iu, ju = np.triu_indices(len(radii), 1)
+    dist = np.hypot(x[iu] - x[ju], y[iu] - y[ju])
+    overlap = radii[iu] + radii[ju] - dist  # must be <= 0
+    over = np.flatnonzero(overlap > TOL)
+    if not over.size:
+        return None
+    k = int(over[np.argmax(overlap[over])])
+    a, b = int(iu[k]), int(ju[k])
+    return (overlap[k], over.size, f"overlap: {over.size} pair(s) of circles overlap; worst: circles "
+                                   f"{a} and {b} overlap by {overlap[k]:.3g} (distance {dist[k]:.6g} < "
+                                   f"r_{a} + r_{b} = {radii[a] + radii[b]:.6g})")
+
+
+def invalid_packing(problems: list) -> Verdict | None:
+    """One invalid verdict listing every (worst amount, count, text) problem, worst first; None
+    when there is none (``None`` entries are checks that passed)."""
+    problems = sorted((p for p in problems if p is not None), key=lambda p: -p[0])
+    if not problems:
+        return None
+    count = sum(p[1] for p in problems)
+    text = f"invalid packing ({count} violation(s), tolerance {TOL:g}): " + "; ".join(p[2] for p in problems)
+    return invalid(text, violations=float(count), worst_violation=float(problems[0][0]))
+
+
 def verify_packing(returned, n: int, container: str, best: float) -> Verdict:
     """The verdict on ``n`` circles in the unit ``container`` (square [0,1]^2, or the disk of
     radius 1 at the origin)."""
     usage_text = usage(n)
     centers, radii, err = _unpack(returned, usage_text)
     if err is None:
-        centers, err = _array(centers, (n, 2), "centers", usage_text)
+        centers, err = as_array(centers, (n, 2), "centers", usage_text)
     if err is None:
-        radii, err = _array(radii, (n,), "radii", usage_text)
+        radii, err = as_array(radii, (n,), "radii", usage_text)
     if err is not None:
         return invalid(err)
 
@@ -119,25 +146,11 @@ def verify_packing(returned, n: int, container: str, best: float) -> Verdict:
         i = int(neg[np.argmin(radii[neg])])
         problems.append((-radii[i], neg.size, f"negative radius: {neg.size} circle(s) have r < 0; "
                                                f"worst: circle {i} has radius {radii[i]:.6g}"))
-    bounds = CONTAINERS[container](centers, radii)
-    if bounds is not None:
-        problems.append(bounds)
-    x, y = centers[:, 0], centers[:, 1]
-    iu, ju = np.triu_indices(n, 1)
-    dist = np.hypot(x[iu] - x[ju], y[iu] - y[ju])
-    overlap = radii[iu] + radii[ju] - dist  # must be <= 0
-    over = np.flatnonzero(overlap > TOL)
-    if over.size:
-        k = int(over[np.argmax(overlap[over])])
-        a, b = int(iu[k]), int(ju[k])
-        problems.append((overlap[k], over.size, f"overlap: {over.size} pair(s) of circles overlap; worst: circles "
-                                                f"{a} and {b} overlap by {overlap[k]:.3g} (distance {dist[k]:.6g} < "
-                                                f"r_{a} + r_{b} = {radii[a] + radii[b]:.6g})"))
-    if problems:
-        problems.sort(key=lambda p: -p[0])
-        count = sum(p[1] for p in problems)
-        text = f"invalid packing ({count} violation(s), tolerance {TOL:g}): " + "; ".join(p[2] for p in problems)
-        return invalid(text, violations=float(count), worst_violation=float(problems[0][0]))
+    problems.append(CONTAINERS[container](centers, radii))
+    problems.append(overlap_problem(centers, radii))
+    verdict = invalid_packing(problems)
+    if verdict is not None:
+        return verdict
 
     total = float(radii.sum())
     metrics = {"sum_radii": total, "n_circles": float(n), "min_radius": float(radii.min()),

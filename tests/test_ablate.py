@@ -1,14 +1,18 @@
-"""scripts/ablate.py: the summary statistics, and a real (tiny) ablation end to end."""
+"""scripts/ablate.py: the summary statistics, the runs it launches for any task config, and a real (tiny)
+ablation end to end."""
 
 import json
+import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-import ablate  # noqa: E402
+import ablate
 
 
 def test_summary_is_mean_and_sample_std_per_variant():
@@ -30,6 +34,72 @@ def test_unknown_variant_is_a_clear_error(capsys):
     assert "unknown variant(s) ['helx']" in capsys.readouterr().err
 
 
+def test_unknown_task_is_a_clear_error(capsys):
+    with pytest.raises(SystemExit):
+        ablate.main(["--task", "keane_bump_21", "--evaluations", "4"])
+    err = capsys.readouterr().err
+    assert "no config configs/keane_bump_21.yaml" in err and "keane_bump_20" in err
+
+
+def _fake_helix(calls):
+    """Stands in for subprocess.run of train/helix.py: records the command, leaves a one-row archive."""
+    def run(cmd, **kwargs):
+        calls.append(cmd)
+        run_dir = Path(next(a for a in cmd if a.startswith("run.output_dir=")).split("=", 1)[1]) / next(
+            a for a in cmd if a.startswith("run.name=")).split("=", 1)[1]
+        run_dir.mkdir(parents=True)
+        db = sqlite3.connect(run_dir / "archive.sqlite")
+        db.execute("CREATE TABLE solutions (reward REAL, valid INTEGER, parent_id INTEGER)")
+        db.execute("INSERT INTO solutions VALUES (1.0, 1, NULL), (2.0, 1, 1)")
+        db.commit()
+        db.close()
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+    return run
+
+
+def test_any_task_config_gets_every_variant_with_no_files_of_its_own(tmp_path, monkeypatch):
+    """keane_bump_20 has configs/keane_bump_20.yaml and nothing under configs/ablations/: each run is that config
+    plus the variant's setting(s) as dotted overrides (last, so they hold), and resolves to exactly that."""
+    from train.config import load_config, to_dict
+
+    calls = []
+    monkeypatch.setattr(ablate.subprocess, "run", _fake_helix(calls))
+    assert ablate.main(["--task", "keane_bump_20", "--seeds", "0", "--evaluations", "4", "--out", str(tmp_path),
+                        "--set", "rollout.max_new_tokens=64"]) == 0
+    variants = ablate.available_variants()
+    assert [c[c.index("--config") + 1] for c in calls] == [str(ablate.CONFIGS / "keane_bump_20.yaml")] * len(variants)
+    base = to_dict(load_config(ablate.CONFIGS / "keane_bump_20.yaml", ["rollout.max_new_tokens=64"]))
+    for cmd in calls:
+        variant = next(a for a in cmd if a.startswith("run.name=")).split("=", 1)[1].removesuffix("-s0")
+        extra = ablate.variant_overrides(variant)
+        assert cmd[len(cmd) - len(extra):] == extra, cmd
+        resolved = to_dict(load_config(ablate.CONFIGS / "keane_bump_20.yaml", cmd[cmd.index("--config") + 2:]))
+        assert resolved["task"]["name"] == "keane_bump_20" and resolved["rollout"]["max_new_tokens"] == 64
+        changed = {(s, k) for s in base for k in base[s] if base[s][k] != resolved[s][k]} - {
+            ("run", k) for k in resolved["run"]} - {("trainer", "epochs")}  # the budget and run directory
+        assert changed == {tuple(k.split(".")) for k in ablate.variant_settings(variant)}, (variant, changed)
+    report = json.loads((tmp_path / "ablation.json").read_text())
+    assert report["title"] == "keane_bump_20: 4 evaluated programs per run"
+    assert [r["variant"] for r in report["rows"]] == ["helix"] + [v for v in variants if v != "helix"]
+
+
+def test_config_option_and_variants_that_change_nothing(tmp_path, monkeypatch, capsys):
+    """--config takes any config file; a variant whose setting the config already has would repeat helix: skipped
+    with a note by default, refused when asked for by name."""
+    config = tmp_path / "random_pop.yaml"
+    config.write_text(f"# test\nbase: {ablate.CONFIGS / 'circle_packing_26.yaml'}\nselection: {{strategy: random}}\n")
+    calls = []
+    monkeypatch.setattr(ablate.subprocess, "run", _fake_helix(calls))
+    out = tmp_path / "out"
+    assert ablate.main(["--config", str(config), "--seeds", "0", "--evaluations", "4", "--out", str(out)]) == 0
+    assert "skipping variant random (selection.strategy=random) leaves random_pop unchanged" in capsys.readouterr().out
+    ran = [next(a for a in c if a.startswith("run.name=")) for c in calls]
+    assert "run.name=random-s0" not in ran and "run.name=top_score-s0" in ran and len(ran) == len(ablate.available_variants()) - 1
+    with pytest.raises(SystemExit):
+        ablate.main(["--config", str(config), "--variants", "helix", "random", "--evaluations", "4", "--out", str(out)])
+    assert "it would repeat helix" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_tiny_ablation_runs_every_variant_under_the_same_budget(tmp_path):
     tiny = ["model.policy=tiny-random", "rollout.max_new_tokens=8", "rollout.group_size=2", "trainer.prompts_per_epoch=2",
@@ -39,6 +109,10 @@ def test_tiny_ablation_runs_every_variant_under_the_same_budget(tmp_path):
     assert ablate.main(args) == 0
     report = json.loads((tmp_path / "ablation.json").read_text())
     assert [r["variant"] for r in report["rows"]] == ["helix", "evo_only", "train_only", "best_of_n"]
+    for variant, trainer, population in [("helix", True, True), ("evo_only", False, True), ("best_of_n", False, False)]:
+        saved = yaml.safe_load((tmp_path / f"{variant}-s0" / "config.yaml").read_text())  # the resolved config
+        assert saved["task"]["name"] == "circle_packing_26" and saved["model"]["policy"] == "tiny-random"
+        assert saved["trainer"]["enabled"] is trainer and saved["population"]["enabled"] is population
     for run in report["runs"]:
         assert run["children"] == 8  # budget 6 reached after the second epoch of 2 x 2 children
         assert run["best_reward"] > 1.8  # at least the starter program's 1.8365

@@ -3,8 +3,9 @@ import pytest
 
 pytest.importorskip("faiss", reason="faiss-cpu is part of the test extra; install with bash scripts/setup.sh")
 
-from population.ann import FaissKnnIndex  # noqa: E402
-from population.diversity import KnnIndex, make_knn_index  # noqa: E402
+from population.ann import FaissKnnIndex
+from population.diversity import KnnIndex
+from population.knn_index import make_knn_index
 
 
 def clustered(rng, n, d=32, clusters=20):

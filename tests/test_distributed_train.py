@@ -44,7 +44,7 @@ def test_single_process_steps_change_the_weights(single, tmp_path):
     initial = load_policy("tiny-random", "float32", None, seed=0)[0].state_dict()
     weights, losses = single
     assert any(not torch.equal(weights[k], initial[k]) for k in weights)
-    assert len(losses) == 2 and all(l == l for l in losses)
+    assert len(losses) == 2 and all(loss == loss for loss in losses)
 
 
 def test_token_budget_micro_batches_give_the_same_update(single, tmp_path):

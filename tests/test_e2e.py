@@ -16,7 +16,8 @@ from train.helix import main
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = str(ROOT / "configs" / "quickstart.yaml")
-TINY = ["model.policy=tiny-random", "warm_start.enabled=false", "rollout.engine=hf", "rollout.max_new_tokens=12", "rollout.group_size=2", "trainer.prompts_per_epoch=2",
+TINY = ["model.policy=tiny-random", "warm_start.enabled=false", "rollout.engine=hf", "rollout.max_new_tokens=12",
+        "rollout.group_size=2", "trainer.prompts_per_epoch=2",
         "trainer.epochs=2", "run.progress=false", "task.eval_workers=2", "population.size=4"]
 
 
@@ -225,8 +226,8 @@ def test_torchrun_two_ranks(tmp_path, strategy):
     # partition them): it equals the last checkpoint exported offline, and differs from the start.
     from safetensors.torch import load_file
 
-    from train.export import export_checkpoint
     from train.checkpoint import latest_checkpoint
+    from train.export import export_checkpoint
     from train.models import load_policy
 
     exported = {}

@@ -1,4 +1,5 @@
 import pytest
+
 from rollout.edits import EditError, apply_edits, child_program, extract_answer, parse_edits
 
 PARENT = "import numpy as np\n\ndef run_packing():\n    x = 1\n    y = 2\n    return x + y\n"

@@ -6,7 +6,7 @@ import numpy as np
 from population.archive import Archive
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-import inspect_archive  # noqa: E402
+import inspect_archive
 
 
 def build(tmp_path):

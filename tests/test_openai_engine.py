@@ -157,9 +157,10 @@ def test_training_with_the_openai_engine_is_a_config_error():
 def test_an_evo_only_run_evaluates_the_servers_edits(server, tmp_path):
     """The loop end to end with the server as the policy: its SEARCH/REPLACE answers become
     evaluated children with lineage."""
+    from test_e2e import run_helix  # tests/ is on sys.path (pytest rootdir conftest)
+
     from population.archive import Archive
     from tasks import load_task
-    from test_e2e import run_helix  # tests/ is on sys.path (pytest rootdir conftest)
 
     first = next(line for line in load_task("circle_packing_26").initial_program.splitlines() if line.strip())
     server.texts = [f"<answer>\n<<<<<<< SEARCH\n{first}\n=======\n{first}\nimport math\n>>>>>>> REPLACE\n</answer>",

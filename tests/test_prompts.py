@@ -2,7 +2,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from rollout.prompts import PromptBuilder, check_template
+from rollout.prompts import PromptBuilder
+from tasks.template import check_template
 
 
 @dataclass

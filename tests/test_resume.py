@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # Adam magnifies last-bit gradient differences near zero; bit-exactness needs a fixed order.
 ENV = dict(os.environ, OMP_NUM_THREADS="1")
 QUICK = str(ROOT / "configs" / "quickstart.yaml")
-TINY = ["model.policy=tiny-random", "warm_start.enabled=false", "rollout.engine=hf", "rollout.max_new_tokens=12", "rollout.group_size=2", "trainer.prompts_per_epoch=2",
+TINY = ["model.policy=tiny-random", "warm_start.enabled=false", "rollout.engine=hf", "rollout.max_new_tokens=12",
+        "rollout.group_size=2", "trainer.prompts_per_epoch=2",
         "run.progress=false", "task.eval_workers=2", "population.size=4", "trainer.lr=1e-3", "run.keep_checkpoints=5"]
 
 
@@ -185,7 +186,8 @@ def test_a_kill_between_checkpoint_and_log_loses_no_row(tmp_path, monkeypatch):
         return [json.loads(line) for line in (run / log).read_text().splitlines()]
 
     keys = ("epoch", "reward_mean", "reward_max", "best_reward", "archive_size", "population_size", "gen_tokens")
-    assert [[r[k] for k in keys] for r in rows(cut, "metrics.jsonl")] == [[r[k] for k in keys] for r in rows(tmp_path / "ref", "metrics.jsonl")]
+    reference = [[r[k] for k in keys] for r in rows(tmp_path / "ref", "metrics.jsonl")]
+    assert [[r[k] for k in keys] for r in rows(cut, "metrics.jsonl")] == reference
     assert [r["epoch"] for r in rows(cut, "metrics.jsonl")] == [1, 2, 3]
     assert rows(cut, "samples.jsonl") == rows(tmp_path / "ref", "samples.jsonl")
 

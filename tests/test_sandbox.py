@@ -538,6 +538,7 @@ def run_packing():
     out["write_repo"] = attempt(lambda: open({repo_file!r}, "a").write("pwned"))
     out["read_heldout"] = attempt(lambda: open({heldout!r}, "rb").read())
     out["write_own_dir"] = attempt(lambda: open("mine.txt", "w").write("ok"))
+    out["git_listing"] = os.listdir({git_dir!r}) if os.path.isdir({git_dir!r}) else None
     libc = ctypes.CDLL(None, use_errno=True)
     out["remount_rw"] = "done" if libc.mount(None, b"/", None, 0x20, None) == 0 else errno.errorcode[ctypes.get_errno()]
     return out
@@ -557,11 +558,13 @@ def test_writing_or_reading_outside_its_directory_is_refused(tmp_path):
     before = open(repo_file).read()
     heldout = os.path.join(sandbox.TASKS_DIR, "symreg_chemistry", "heldout.npz")
     assert os.path.isfile(heldout)
-    code = OUTSIDE.format(target=str(outside / "x.txt"), repo_file=repo_file, heldout=heldout)
+    code = OUTSIDE.format(target=str(outside / "x.txt"), repo_file=repo_file, heldout=heldout, git_dir=sandbox.GIT_DIR)
     result = run_program(code, "run_packing", LIMIT, 1024)
     assert result.status == "ok", result.error
+    # .git is hidden as well: `git show HEAD:tasks/.../heldout.npz` would otherwise hand out held-out data.
+    git_listing = [] if os.path.isdir(sandbox.GIT_DIR) else None  # a worktree's .git is a file, nothing to hide
     assert result.value == {"write_outside": "EROFS", "write_repo": "EROFS", "read_heldout": "ENOENT",
-                            "write_own_dir": "done", "remount_rw": "EPERM"}
+                            "write_own_dir": "done", "git_listing": git_listing, "remount_rw": "EPERM"}
     assert not (outside / "x.txt").exists() and open(repo_file).read() == before
 
 

@@ -75,7 +75,8 @@ def _helix(tmp_path, model_dir, *extra, nproc=1):
     launcher = [sys.executable] if nproc == 1 else [sys.executable, "-m", "torch.distributed.run", "--standalone",
                                                     f"--nproc_per_node={nproc}"]
     cmd = [*launcher, str(ROOT / "train" / "helix.py"), "--config", str(ROOT / "configs" / "quickstart.yaml"),
-           f"model.policy={model_dir}", "warm_start.enabled=false", "model.dtype=float32", "rollout.engine=vllm", f"rollout.vllm_workspace={tmp_path / 'ws'}",
+           f"model.policy={model_dir}", "warm_start.enabled=false", "model.dtype=float32", "rollout.engine=vllm",
+           f"rollout.vllm_workspace={tmp_path / 'ws'}",
            "rollout.max_new_tokens=12", "rollout.group_size=3", "rollout.max_prompt_tokens=1024",
            "trainer.prompts_per_epoch=2", "trainer.epochs=2", "trainer.lr=1e-2", "run.progress=false",
            "task.eval_workers=2", "population.size=4", f"run.output_dir={tmp_path}", "run.name=v", *extra]

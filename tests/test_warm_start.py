@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from rollout.edits import apply_edits, child_program, parse_edits
+from rollout.edits import child_program
 from tasks import load_task
 from train.warm_start_data import Mutation, _numbers, answer_for, mutate
 
@@ -118,9 +118,8 @@ def test_a_child_that_changes_nothing_is_unchanged_not_a_program():
     task = load_task("circle_packing_26")
     parent = task.initial_program
     noop = ("<answer>\n<<<<<<< SEARCH\n    n = 26\n=======\n    n = 26  # keep the count\n>>>>>>> REPLACE\n</answer>")
-    job = SimpleNamespace(parent_id=4, parent_code=parent, index=0)
-    evo = SimpleNamespace(task=task, evaluator=_NoRun())
-    rows, is_program = evaluate_children(evo, [job], [[([1], noop, False)]], epoch=3, progress=False)
-    assert is_program == [False]
-    assert rows[0]["reward"] == 0.0 and rows[0]["feedback"] == UNCHANGED and rows[0]["metrics"] == {"unchanged": 1.0}
-    assert rows[0]["code"] != parent  # the comment is kept in the archive; canonically it is the parent
+    job = SimpleNamespace(parent_id=4, parent_code=parent, index=0, tag=2)
+    (child,) = evaluate_children(task, _NoRun(), [job], [[([1], noop, False)]], epoch=3, progress=False)
+    assert not child.is_program and child.tag == 2 and child.parent_id == 4 and child.prompt_id == "e3-p0-g0"
+    assert child.reward == 0.0 and child.feedback == UNCHANGED and child.metrics == {"unchanged": 1.0}
+    assert child.code != parent  # the comment is kept in the archive; canonically it is the parent

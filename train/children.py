@@ -14,51 +14,50 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from population.canonical import canonicalize
+from population.child import Child
+from rollout.edits import EditError, child_program
+
 UNCHANGED = ("Edit applied but changed nothing: the child is the parent again (same code up to layout and "
              "comments). Change what the program computes.")
 
 
-def evaluate_children(evo, jobs: list, outputs: list[list[tuple]], epoch: int, progress: bool):
-    """Apply each completion's edits to its parent and evaluate the programs in the sandbox."""
-    from population.canonical import canonicalize
-    from rollout.edits import EditError, child_program
-
-    rows, is_program, codes, where = [], [], [], []
+def evaluate_children(task, evaluator, jobs: list, outputs: list[list[tuple]], epoch: int,
+                      progress: bool) -> list[Child]:
+    """Apply each completion's edits to its parent and evaluate the new programs in the sandbox.
+    ``jobs``: the prompts (parent_id, parent_code, index, tag); ``outputs``: their completions as
+    (token_ids, text, truncated)."""
+    children, programs = [], []
     for job, group in zip(jobs, outputs):
         parent_form = canonicalize(job.parent_code)
         for g, (_, text, _) in enumerate(group):
-            row = dict(parent_id=job.parent_id, epoch=epoch, prompt_id=f"e{epoch}-p{job.index}-g{g}", completion=text)
+            child = Child(parent_id=job.parent_id, epoch=epoch, prompt_id=f"e{epoch}-p{job.index}-g{g}",
+                          completion=text, code=job.parent_code, tag=job.tag)
+            children.append(child)
             try:
-                code = child_program(job.parent_code, text, evo.task.entry_function)
+                child.code = child_program(job.parent_code, text, task.entry_function)
             except EditError as err:
-                row.update(code=job.parent_code, reward=0.0, valid=False, feedback=f"Edit not applied: {err}",
-                           metrics={"edit_failed": 1.0}, eval_time_s=0.0)
-                is_program.append(False)
-            else:
-                if canonicalize(code) == parent_form:
-                    # A no-op (same code up to layout and comments) is no new program: it is not run, does
-                    # not join the pool, and the learner sees reward 0, so copying the parent earns nothing.
-                    row.update(code=code, reward=0.0, valid=False, feedback=UNCHANGED, metrics={"unchanged": 1.0},
-                               eval_time_s=0.0)
-                    is_program.append(False)
-                    rows.append(row)
-                    continue
-                row["code"] = code
-                codes.append(code)
-                where.append(len(rows))
-                is_program.append(True)
-            rows.append(row)
-    for i, result in zip(where, evo.evaluator.evaluate_many(codes, progress=progress)):
-        rows[i].update(reward=result.reward, valid=result.valid, feedback=result.feedback,
-                       metrics=dict(result.metrics, status_ok=float(result.status == "ok")), eval_time_s=result.eval_time_s)
-    return rows, is_program
+                child.feedback, child.metrics = f"Edit not applied: {err}", {"edit_failed": 1.0}
+                continue
+            if canonicalize(child.code) == parent_form:
+                # A no-op (same code up to layout and comments) is no new program: it is not run, does
+                # not join the pool, and the learner sees reward 0, so copying the parent earns nothing.
+                child.feedback, child.metrics = UNCHANGED, {"unchanged": 1.0}
+                continue
+            child.is_program = True
+            programs.append(child)
+    for child, result in zip(programs, evaluator.evaluate_many([c.code for c in programs], progress=progress)):
+        child.reward, child.valid, child.feedback, child.eval_time_s = (result.reward, result.valid, result.feedback,
+                                                                        result.eval_time_s)
+        child.metrics = dict(result.metrics, status_ok=float(result.status == "ok"))
+    return children
 
 
 class BackgroundEvaluation:
     """One epoch's children, evaluated batch by batch in one background thread, in job order."""
 
-    def __init__(self, evo, jobs: list, epoch: int):
-        self._evo, self._jobs, self._epoch = evo, jobs, epoch
+    def __init__(self, task, evaluator, jobs: list, epoch: int):
+        self._task, self._evaluator, self._jobs, self._epoch = task, evaluator, jobs, epoch
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="helix-evaluate")
         self._parts: list = []
         self._next = 0  # the first job not yet submitted: batches must come in order, without gaps
@@ -75,21 +74,18 @@ class BackgroundEvaluation:
     def _evaluate(self, jobs: list, outputs: list[list[tuple]], progress: bool):
         start = time.perf_counter()
         try:
-            return evaluate_children(self._evo, jobs, outputs, self._epoch, progress)
+            return evaluate_children(self._task, self._evaluator, jobs, outputs, self._epoch, progress)
         finally:
             self.busy_s += time.perf_counter() - start  # one worker thread: no race
 
-    def result(self) -> tuple[list[dict], list[bool]]:
-        """Every job's rows, in job order, once all are evaluated."""
-        rows: list[dict] = []
-        is_program: list[bool] = []
+    def result(self) -> list[Child]:
+        """Every job's children, in job order, once all are evaluated."""
+        children: list[Child] = []
         try:
             for part in self._parts:
-                part_rows, part_programs = part.result()
-                rows += part_rows
-                is_program += part_programs
+                children += part.result()
         finally:
             self._thread.shutdown(wait=True)
         if self._next != len(self._jobs):
             raise RuntimeError(f"only {self._next} of {len(self._jobs)} prompts' completions reached the evaluator")
-        return rows, is_program
+        return children

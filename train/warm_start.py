@@ -34,8 +34,8 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
 RECIPE_VERSION = 1  # bump when the data or training changes, so cached models are rebuilt
 

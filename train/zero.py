@@ -1,4 +1,4 @@
-"""DeepSpeed ZeRO as the learner's alternative to FSDP2 (``trainer.strategy: deepspeed``).
+"""DeepSpeed ZeRO specifics of the ``deepspeed`` backend (``train.backend_deepspeed``), the alternative to FSDP2.
 
 The learner keeps its own micro-batching and global-token loss normalisation, so DeepSpeed is
 run with ``managed_gradient_accumulation: false``: every ``backward`` accumulates (stage 2/3

@@ -7,8 +7,9 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(TESTS.parent), str(TESTS)]
 
-from rollout.engines import ENGINES  # noqa: E402
 from test_e2e import ScriptedEngine  # noqa: E402
+
+from rollout.engines import ENGINES  # noqa: E402
 from train.helix import main  # noqa: E402
 
 ENGINES["scripted"] = ScriptedEngine

@@ -35,24 +35,22 @@ def max_gap(model, prompt, group) -> float:
 def main() -> None:
     import torch
 
+    from rollout.config import RolloutConfig
     from rollout.engines import SamplingParams, build_engine
-    from train.config import HelixConfig, TrainerConfig
+    from train.config import TrainerConfig
     from train.distributed import init_distributed
     from train.learner import Learner, Sample
     from train.models import load_policy
 
     info = init_distributed()
     model_dir, workspace = sys.argv[1], sys.argv[2]
-    cfg = HelixConfig()
-    cfg.model.policy, cfg.model.dtype = model_dir, "float32"
-    cfg.rollout.engine, cfg.rollout.vllm_workspace = "vllm", workspace
-    cfg.rollout.max_prompt_tokens, cfg.rollout.max_new_tokens = 128, 12
+    rollout = RolloutConfig(engine="vllm", vllm_workspace=workspace, max_prompt_tokens=128, max_new_tokens=12)
     strategy = (sys.argv[3] if len(sys.argv) > 3 else "fsdp2") if info.world > 1 else "none"
-    cfg.rollout.vllm_tp = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    rollout.vllm_tp = int(sys.argv[4]) if len(sys.argv) > 4 else 1
     model, tok = load_policy(model_dir, "float32")
-    engine = build_engine("vllm", cfg, model=model, tokenizer=tok, info=info)
+    engine = build_engine("vllm", rollout, model=model, tokenizer=tok, info=info, model_path=model_dir, dtype="float32")
     out = {"rank": info.rank, "world": info.world, "needs_sync": engine.needs_sync, "startup_s": engine.startup_s,
-           "strategy": strategy, "tp": cfg.rollout.vllm_tp}
+           "strategy": strategy, "tp": rollout.vllm_tp}
     check, _ = load_policy(model_dir, "float32")  # a plain copy of the trainer's weights to score tokens with
 
     prompts = [tok("def f(x):")["input_ids"], tok(f"rank {info.rank}: a longer prompt, with more words")["input_ids"]]

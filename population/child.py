@@ -1,0 +1,30 @@
+"""A child: one completion turned into a program (or not), typed from the moment its edit is
+applied (train.children) to the moment the archive stores it (population.archive)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Child:
+    parent_id: int
+    epoch: int
+    prompt_id: str  # e{epoch}-p{prompt}-g{sample}
+    completion: str
+    code: str  # the child program; the parent's code when the edit did not apply
+    reward: float = 0.0  # trusted: recomputed by the task's verifier, 0 for a non-program
+    valid: bool = False
+    feedback: str = ""
+    metrics: dict = field(default_factory=dict)
+    eval_time_s: float = 0.0
+    # The edit applied and changed what the program computes: it was run in the sandbox, and it
+    # joins the kNN index and the selection pool. A failed or no-op edit is archived only.
+    is_program: bool = False
+    tag: int = -1  # the population slot (island) of the prompt it came from
+
+    def archive_row(self) -> dict:
+        """The columns the archive stores (is_program and tag live in the selection pool)."""
+        return dict(parent_id=self.parent_id, epoch=self.epoch, code=self.code, reward=self.reward, valid=self.valid,
+                    feedback=self.feedback, metrics=self.metrics, eval_time_s=self.eval_time_s,
+                    prompt_id=self.prompt_id, completion=self.completion)

@@ -1,0 +1,11 @@
+"""Trusted scoring of run_model's predictions against held-out targets the sandbox never sees (eq. 8-9)."""
+
+from pathlib import Path
+
+from tasks.boston_verify import load_heldout, verify_predictions
+
+HELDOUT = load_heldout(Path(__file__).resolve().parent)
+
+
+def verify(returned):
+    return verify_predictions(HELDOUT, returned)

@@ -1,0 +1,351 @@
+"""One HELIX run as paper Algorithm 1: an object whose methods are the epoch's steps.
+
+    for each epoch:  prompts -> generate -> evaluate -> grpo_step -> archive_and_select -> log_and_checkpoint
+
+Every rank calls every step. Rank 0 alone owns the archive, the sandbox, the embedder, the
+prompt builder and the run directory: they sit in one ``MainState`` (``self.main``, None on
+the other ranks), and a step's rank-0 part is the block under ``if self.main``. Every step is
+timed the same way (``_timed``) into the epoch's phase times (metrics.jsonl ``*_time_s``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from population.child import Child
+from rewards import Evaluator
+from rollout.engines import Completion, SamplingParams, build_engine, generate_streaming
+from rollout.prompts import PromptBuilder
+from tasks import load_task
+from train import console
+from train.checkpoint import checkpoint_logs, load_checkpoint, save_checkpoint
+from train.children import BackgroundEvaluation
+from train.config import ConfigError, HelixConfig
+from train.distributed import DistInfo, broadcast, gather, shard
+from train.epoch_metrics import add_phase_times, epoch_metrics
+from train.evolution import Evolution
+from train.export import export_hf, export_state
+from train.learner import Learner, Sample
+from train.models import TINY_RANDOM, cache_root, load_policy, resolve_policy_path
+from train.run_dir import RunDir, table_header, table_row
+from train.warm_start import policy_source
+
+
+@dataclass(frozen=True)
+class Job:
+    """One prompt of the epoch: the parent it came from and its token ids."""
+
+    index: int
+    parent_id: int
+    parent_code: str
+    token_ids: list[int]
+    tag: int = -1  # the parent's population-slot tag (its island), inherited by the children
+
+
+@dataclass
+class MainState:
+    """What only rank 0 holds."""
+
+    run_dir: RunDir
+    evaluator: Evaluator
+    evo: Evolution
+    builder: PromptBuilder
+
+
+@dataclass
+class Epoch:
+    """What one epoch's steps hand each other (``None``: not on this rank, or not yet)."""
+
+    number: int
+    rng: np.random.Generator
+    start: float = field(default_factory=time.perf_counter)
+    times: dict = field(default_factory=dict)
+    jobs: list[Job] = field(default_factory=list)  # every rank's prompts
+    dropped: list[dict] = field(default_factory=list)  # what the token budget cut, per prompt (rank 0)
+    mine: list[Job] = field(default_factory=list)  # this rank's share of the prompts
+    completions: list[list[Completion]] = field(default_factory=list)  # this rank's groups
+    evaluation: BackgroundEvaluation | None = None  # rank 0
+    outputs: list[list[tuple]] | None = None  # rank 0: every rank's groups, as plain tuples
+    children: list[Child] | None = None  # rank 0
+    rewards: list[list[float]] | None = None  # trusted rewards per prompt and sample, on every rank
+    train: dict = field(default_factory=dict)
+    diversity: np.ndarray | None = None
+    chosen: np.ndarray | None = None
+    metrics: dict | None = None
+    samples: list[dict] | None = None
+    stop: bool = False
+
+
+def plain(groups: list) -> list[list[tuple]]:
+    """Completions as (token_ids, text, truncated): what crosses ranks and reaches the evaluator."""
+    return [[(c.token_ids, c.text, c.truncated) for c in group] for group in groups]
+
+
+def sampling_seed(run_seed: int, epoch: int, first_prompt: int, group_size: int) -> int:
+    """The seed of this rank's generate call. Engines seed prompt i of a call with seed + i*G and its
+    sample j with + j, so with ``first_prompt`` the epoch-wide index of the rank's first prompt, sample
+    j of epoch prompt k uses base + k*G + j: distinct for every sample of the epoch, on any number of
+    ranks. The base is hashed from (run seed, epoch), so epochs do not reuse each other's streams."""
+    base = int(np.random.SeedSequence([run_seed, epoch]).generate_state(1)[0]) % 2**30
+    return base + first_prompt * group_size
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+
+
+class HelixRun:
+    def __init__(self, cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None = None):
+        """Everything a run holds: the policy, its learner and engine on every rank, and rank 0's
+        ``MainState``. ``resume`` is a checkpoint directory to continue from."""
+        seed_everything(cfg.run.seed)
+        if cfg.trainer.prompts_per_epoch < info.world:
+            raise ConfigError(f"trainer.prompts_per_epoch = {cfg.trainer.prompts_per_epoch} must be >= the number "
+                              f"of ranks ({info.world})")
+        self.cfg, self.info, self.resume = cfg, info, resume
+        self.task = load_task(cfg.task.name)
+        self.progress = cfg.run.progress and info.is_main
+        self.policy = policy_source(cfg)  # model.policy, or its warm-started copy (built once, cached)
+        cfg.run.name = broadcast(cfg.run.name or f"{config_stem}-{time.strftime('%Y%m%d-%H%M%S')}", info)
+        self.library_log = None  # where library chatter goes (run.library_logs: file): the terminal stays readable
+        if cfg.run.library_logs == "file":
+            name = "library.log" if info.is_main else f"library-rank{info.rank}.log"
+            self.library_log = Path(cfg.run.output_dir) / cfg.run.name / name
+            console.quiet_environment()
+        self._build_policy()
+        self.start_epoch, evo_state = 0, None
+        if resume is not None:
+            self.start_epoch, evo_state = load_checkpoint(resume, self.learner, info)
+            if self.learner is not None and self.engine.needs_sync:  # the engine started from the base weights
+                self.engine.sync_weights(self.learner.full_state_dict())
+            if self.start_epoch >= cfg.trainer.epochs:
+                raise ConfigError(f"{resume} is already at epoch {self.start_epoch} of trainer.epochs = "
+                                  f"{cfg.trainer.epochs}; to train longer, resume with trainer.epochs=<more>")
+        self.main = self._build_main(config_stem, evo_state) if info.is_main else None
+
+    def _build_policy(self) -> None:
+        cfg, info = self.cfg, self.info
+        with console.to_file(self.library_log):
+            self.model, self.tokenizer = load_policy(self.policy, cfg.model.dtype, cfg.model.cache_dir, seed=cfg.run.seed)
+        if cfg.model.gradient_checkpointing:
+            self.model.gradient_checkpointing_enable()
+        self.learner = None
+        if cfg.trainer.enabled:
+            self.learner = Learner(self.model, cfg.trainer, cfg.rollout.group_size, cfg.rollout.temperature,
+                                   self.tokenizer.pad_token_id, info)
+        else:
+            self.model.requires_grad_(False)  # EvoOnly: no optimizer, no reference model
+        model_path = None if self.policy == TINY_RANDOM else resolve_policy_path(self.policy, cfg.model.cache_dir)
+        with console.to_file(self.library_log):
+            self.engine = build_engine(cfg.rollout.engine, cfg.rollout, model=self.model, tokenizer=self.tokenizer,
+                                       info=info, progress=self.progress, model_path=model_path,
+                                       model_name=cfg.model.policy, dtype=cfg.model.dtype, seed=cfg.run.seed,
+                                       cache_dir=cache_root(cfg.model.cache_dir))
+        console.library_loggers_to(self.library_log)
+        # The hf engine samples from the trainer's own module, held unsharded under fsdp2/deepspeed
+        # (no per-forward collectives); vllm has its own copy of the weights.
+        self.on_module = getattr(self.engine, "shares_trainer_module", False)
+        if self.learner is None and self.on_module:
+            self.model.to(info.device)  # EvoOnly sampling from the HF module (the learner places it otherwise)
+
+    def _build_main(self, config_stem: str, evo_state: dict | None) -> MainState:
+        cfg, resume = self.cfg, self.resume
+        run_dir = RunDir(cfg, config_stem, resume_epoch=self.start_epoch if resume else None,
+                         resume_logs=checkpoint_logs(resume) if resume else None)
+        print(f"[helix] run directory: {run_dir.path}", flush=True)
+        if resume is not None:
+            print(f"[helix] resuming from {resume} (epoch {self.start_epoch} of {cfg.trainer.epochs})", flush=True)
+        evaluator = Evaluator(self.task, workers=cfg.task.eval_workers or None, timeout_s=cfg.task.timeout_s,
+                              memory_mb=cfg.task.memory_mb)
+        evo = Evolution(cfg, run_dir.archive_path, self.task, evaluator, resume=evo_state)
+        builder = PromptBuilder(self.tokenizer, self.task.prompt_description(cfg.rollout.description),
+                                self.task.entry_function, evaluator.timeout_s, cfg.rollout.max_prompt_tokens,
+                                cfg.rollout.n_ancestors, template=self.task.prompt_template)
+        return MainState(run_dir, evaluator, evo, builder)
+
+    # ---- the loop ---------------------------------------------------------------------
+    def train(self) -> Path | None:
+        """Every epoch's steps, then the export. Returns the run directory (rank 0)."""
+        if self.main:
+            print(table_header(), flush=True)
+        self.t_start = time.perf_counter()
+        epochs = range(self.start_epoch + 1, self.cfg.trainer.epochs + 1)
+        if self.progress:
+            epochs = tqdm(epochs, desc="epochs", position=0, initial=self.start_epoch, total=self.cfg.trainer.epochs)
+        for number in epochs:
+            epoch = Epoch(number, np.random.default_rng([self.cfg.run.seed, number]))
+            self.prompts(epoch)
+            self.generate(epoch)
+            self.evaluate(epoch)
+            self.grpo_step(epoch)
+            self.archive_and_select(epoch)
+            self.log_and_checkpoint(epoch)
+            if epoch.stop:
+                break
+        return self.finish()
+
+    @contextlib.contextmanager
+    def _timed(self, epoch: Epoch, name: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            epoch.times[name] = time.perf_counter() - start
+
+    def _say(self, message: str) -> None:
+        """Print without tearing an active tqdm bar."""
+        if self.progress:
+            tqdm.write(message)
+        else:
+            print(message, flush=True)
+
+    def prompts(self, epoch: Epoch) -> None:
+        """Steps 1-2 (rank 0): sample B parents from P_t and build their eq.-5 prompts; every rank gets them."""
+        jobs = None
+        if self.main:
+            main, n_ancestors = self.main, self.cfg.rollout.n_ancestors
+            jobs = []
+            for j, parent in enumerate(main.evo.sample_parents(epoch.rng)):
+                sol = parent.solution
+                prompt = main.builder.build(sol, main.evo.archive.ancestors(sol.id, n_ancestors), sol.id)
+                if prompt.dropped:  # metrics.jsonl: prompt_dropped
+                    epoch.dropped.append({"prompt": j, "parent_id": sol.id, "dropped": list(prompt.dropped)})
+                jobs.append(Job(j, sol.id, sol.code, prompt.token_ids, parent.tag))
+        epoch.jobs = broadcast(jobs, self.info)
+
+    def generate(self, epoch: Epoch) -> None:
+        """Step 3: G rollouts per prompt, each rank its own share. With rollout.batch_size > 0, rank 0
+        starts evaluating its finished batches while the rest generate (its prompts come first)."""
+        cfg = self.cfg
+        epoch.mine = shard(epoch.jobs, self.info)
+        with self._timed(epoch, "gen_time_s"):
+            seed = sampling_seed(cfg.run.seed, epoch.number, epoch.mine[0].index if epoch.mine else 0,
+                                 cfg.rollout.group_size)
+            params = SamplingParams.from_config(cfg.rollout, seed=seed)
+            on_batch = None
+            if self.main:
+                epoch.evaluation = BackgroundEvaluation(self.task, self.main.evaluator, epoch.jobs, epoch.number)
+                if cfg.rollout.batch_size:
+                    on_batch = lambda first, groups: epoch.evaluation.submit(first, plain(groups))  # noqa: E731
+            on_module = self.learner is not None and self.on_module
+            with self.learner.generation_context() if on_module else contextlib.nullcontext():
+                epoch.completions = generate_streaming(self.engine, [j.token_ids for j in epoch.mine], params, on_batch)
+        gathered = gather((plain(epoch.completions), epoch.times["gen_time_s"]), self.info)
+        if self.main:
+            epoch.outputs = [group for part, _ in gathered for group in part]
+            epoch.times["gen_time_s"] = max(t for _, t in gathered)  # the slowest rank's
+
+    def evaluate(self, epoch: Epoch) -> None:
+        """Step 4 (rank 0): apply the remaining edits and evaluate the children in the sandbox; every
+        rank gets the trusted rewards."""
+        rewards = None
+        if self.main:
+            with self._timed(epoch, "eval_time_s"):  # what generation did not hide
+                done = len(epoch.mine) if self.cfg.rollout.batch_size else 0
+                if done < len(epoch.outputs):
+                    epoch.evaluation.submit(done, epoch.outputs[done:], self.progress)
+                epoch.children = epoch.evaluation.result()
+                G = self.cfg.rollout.group_size
+                rewards = [[epoch.children[j * G + g].reward for g in range(G)] for j in range(len(epoch.jobs))]
+            epoch.times["eval_busy_s"] = epoch.evaluation.busy_s
+        epoch.rewards = broadcast(rewards, self.info)
+
+    def grpo_step(self, epoch: Epoch) -> None:
+        """Step 5 (all ranks): the GRPO update on this rank's rollouts, then the engine's weight sync."""
+        epoch.times["weight_sync_time_s"] = 0.0
+        if self.learner is None:
+            epoch.times["train_time_s"] = 0.0
+            return
+        raw = self.cfg.rollout.temperature == 1.0  # engine logprobs are raw log pi: comparable only then
+        samples = [Sample(job.token_ids, c.token_ids, epoch.rewards[job.index][g], job.index, c.truncated,
+                          c.logprobs if raw else None)
+                   for job, group in zip(epoch.mine, epoch.completions) for g, c in enumerate(group)]
+        epoch.train = self.learner.step(samples)
+        epoch.times["train_time_s"] = epoch.train.pop("train_time_s", 0.0)
+        if self.engine.needs_sync and not epoch.train.get("skipped_step"):  # an engine with its own weights
+            with self._timed(epoch, "weight_sync_time_s"):
+                self.engine.sync_weights(self.learner.full_state_dict())  # collective under fsdp2/deepspeed
+
+    def archive_and_select(self, epoch: Epoch) -> None:
+        """Steps 6-7 (rank 0): archive the children, embed the programs, kNN diversity (eq. 6), and
+        select P_{t+1}; then the epoch's metrics row and the budget check (all ranks agree to stop)."""
+        stop = None
+        if self.main:
+            evo = self.main.evo
+            with self._timed(epoch, "embed_select_time_s"):
+                ids = evo.add_children(epoch.children)
+                epoch.diversity, epoch.chosen = evo.select(epoch.number, epoch.rng)
+            best = evo.archive.best()
+            if best is not None:
+                self.main.run_dir.write_best(best.code, best.reward, best.id, best.epoch)
+            epoch.metrics = self._metrics(epoch, best.reward if best else None)
+            epoch.samples = [dict(epoch=epoch.number, solution_id=ids[i], parent_id=c.parent_id, reward=c.reward,
+                                  feedback=c.feedback[:500], completion=c.completion)
+                             for i, c in enumerate(epoch.children[: self.cfg.run.samples_per_epoch])]
+            spent = evo.archive.count() - 1  # children so far (the seed is not one)
+            run = self.cfg.run
+            stop = bool((run.max_evaluations and spent >= run.max_evaluations)
+                        or (run.time_budget_s and time.perf_counter() - self.t_start >= run.time_budget_s))
+        epoch.stop = broadcast(stop, self.info)
+
+    def _metrics(self, epoch: Epoch, best_reward: float | None) -> dict:
+        evo = self.main.evo
+        completions = [c for group in epoch.outputs for c in group]
+        extra = dict(embedded=evo.embedded_last, prompt_items_dropped=sum(len(d["dropped"]) for d in epoch.dropped),
+                     prompt_dropped=epoch.dropped)
+        metrics = epoch_metrics(epoch.number, epoch.children, [len(c[0]) for c in completions],
+                                [bool(c[2]) for c in completions], evo.pool["reward"], epoch.diversity, epoch.chosen,
+                                best_reward, evo.archive.count(), epoch.train, extra=extra)
+        # Final once the checkpoint is written; the checkpoint carries this provisional row.
+        return add_phase_times(metrics, dict(epoch.times, epoch_time_s=time.perf_counter() - epoch.start))
+
+    def log_and_checkpoint(self, epoch: Epoch) -> None:
+        """Step 8: checkpoint (all ranks: the learner may be sharded), then the log row. The checkpoint
+        carries the epoch's row, so a kill between the two loses no row on resume."""
+        cfg, n = self.cfg, epoch.number
+        with self._timed(epoch, "checkpoint_time_s"):
+            if cfg.run.checkpoint_every and (n % cfg.run.checkpoint_every == 0 or n == cfg.trainer.epochs or epoch.stop):
+                save_checkpoint(self.main.run_dir.path if self.main else None, n, self.learner,
+                                self.main.evo if self.main else None, self.info, cfg.run.keep_checkpoints,
+                                logs=dict(metrics=epoch.metrics, samples=epoch.samples) if self.main else None)
+        if self.main:
+            epoch.times["epoch_time_s"] = time.perf_counter() - epoch.start
+            self.main.run_dir.log_metrics(add_phase_times(epoch.metrics, epoch.times))
+            self.main.run_dir.log_samples(epoch.samples)
+            self._say(table_row(epoch.metrics))
+            if epoch.stop and n < cfg.trainer.epochs:
+                self._say(f"[helix] budget reached after epoch {n} ({self.main.evo.archive.count() - 1} children); "
+                          "stopping")
+
+    def finish(self) -> Path | None:
+        """Export the policy (sharded weights are gathered by all ranks, rank 0 writes) and close."""
+        cfg, out = self.cfg, None
+        sharded = self.learner is not None and self.learner.backend.sharded
+        full = self.learner.full_state_dict() if cfg.run.export and sharded else None
+        if self.main:
+            run_dir, evo = self.main.run_dir, self.main.evo
+            if cfg.run.export:
+                if full is not None:
+                    path = export_state(full, self.policy, run_dir.export_path, cfg.model.dtype, cfg.model.cache_dir)
+                else:
+                    path = export_hf(self.model, self.tokenizer, run_dir.export_path)
+                print(f"[helix] exported Hugging Face model to {path}", flush=True)
+            best = evo.archive.best()
+            if best is not None:
+                print(f"[helix] best reward {best.reward:.10g} (solution {best.id}, epoch {best.epoch}); "
+                      f"program: {run_dir.path / 'best_program.py'}", flush=True)
+            evo.archive.close()
+            run_dir.close()
+            out = run_dir.path
+        broadcast(None, self.info)  # keep the other ranks alive until rank 0 is done writing
+        return out
