@@ -73,14 +73,3 @@ def test_malformed_points_are_invalid_with_usage(bad):
     verdict = load_task("eggholder").verify(bad)
     assert not verdict.valid and verdict.reward == 0 and "2 numbers" in verdict.feedback
 
-
-@pytest.mark.parametrize("name", available_tasks())
-def test_every_starter_is_valid_through_the_sandbox_and_does_not_beat_the_record(name):
-    """Issue 13's contract for every task folder: the starter runs in the real sandbox (harness,
-    data files and all), the trainer's verifier accepts it with a reward above 0, and it does not
-    already beat the task's published best (which would make ``best_known`` a wrong unit or value)."""
-    task = load_task(name)
-    result = Evaluator(task, workers=1, timeout_s=max(task.timeout_s, 60)).evaluate(task.initial_program)
-    assert result.valid, result.feedback
-    assert result.reward > 0
-    assert result.reward <= task.best_known * (1 + 1e-9), (result.reward, task.best_known)

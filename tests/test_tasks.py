@@ -288,3 +288,15 @@ def test_brief_description_is_shown_only_when_asked_for_and_present():
     assert keane.brief is None and keane.prompt_description("brief") == keane.description  # no brief.md: the full one
     with pytest.raises(ValueError, match="full' or 'brief"):
         circles.prompt_description("short")
+
+
+@pytest.mark.parametrize("name", available_tasks())
+def test_every_starter_is_valid_through_the_sandbox_and_does_not_beat_the_record(name):
+    """Issue 13's contract for every task folder: the starter runs in the real sandbox (harness,
+    data files and all), the trainer's verifier accepts it with a reward above 0, and it does not
+    already beat the task's published best (which would make ``best_known`` a wrong unit or value)."""
+    task = load_task(name)
+    result = Evaluator(task, workers=1, timeout_s=max(task.timeout_s, 60)).evaluate(task.initial_program)
+    assert result.valid, result.feedback
+    assert result.reward > 0
+    assert result.reward <= task.best_known * (1 + 1e-9), (result.reward, task.best_known)
