@@ -17,10 +17,12 @@ Layers (``isolation()`` reports which ones this machine allows):
 * as root, the program runs as ``nobody`` if that account can run this Python with numpy: it
   then cannot write outside its directory and /tmp, signal the trainer or touch runs/, and
   RLIMIT_NPROC applies (the kernel ignores it for root, so a root child does not get it);
-* a private mount namespace (``rewards.fs_jail``): every mount read-only except the
-  program's directory and /dev, the repository's tasks/ and .git/ hidden under empty tmpfs (held-out
-  data), and the capability bounding set emptied, so even a uid-0 child cannot remount, override
-  permissions or write the trainer's files. Refused: the uid's permissions apply;
+* a private mount namespace (``rewards.fs_jail``) whose root shows only an allow list, read-only:
+  the system directories (``fs_jail.SYSTEM_PATHS``), the Python installation and the runner, plus
+  the program's own writable directory. The repository, other checkouts, /root, /tmp and the run
+  directories do not exist for it (held-out data); the capability bounding set is emptied, so even
+  a uid-0 child cannot remount, override permissions or write the trainer's files. Refused: the
+  uid's permissions apply;
 * a fresh PID namespace via ``unshare(CLONE_NEWPID)``: the runner forks a reaping init
   (PID 1) and the program runs as PID 2 (``child_runner.enter_pid_namespace``), so no pid it can
   name is outside (a uid-0 program needs no capability to kill a uid-0 trainer), and the kernel
@@ -51,9 +53,11 @@ import secrets
 import select
 import shutil
 import signal
+import site
 import stat
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -65,8 +69,7 @@ from rewards import cgroup, fs_jail
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_runner.py")
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TASKS_DIR = os.path.join(REPO_DIR, "tasks")  # hidden from programs: held-out data lives there
-GIT_DIR = os.path.join(REPO_DIR, ".git")  # hidden too: `git show HEAD:tasks/...` would hand out the same files
+TASKS_DIR = os.path.join(REPO_DIR, "tasks")  # held-out data lives there: never visible to programs
 CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWUSER = 0x40000000, 0x20000000, 0x10000000
 MAX_RESULT_BYTES = 8 << 20
 MAX_FILE_BYTES = 16 << 20
@@ -190,7 +193,18 @@ def run_program(code: str, entry: str, timeout_s: float, memory_mb: int, harness
     return _run(code, entry, timeout_s, memory_mb, _unprivileged_ids() if isolation().user else None, harness, files)
 
 
-def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, workdir: str, cgroup_procs: str | None):
+def visible_paths() -> tuple[str, ...]:
+    """What a jailed program sees besides its own directory: the system, this Python (venv and
+    base installation, wherever they live) and the runner; nothing of the repository but that."""
+    python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+              os.path.dirname(os.path.realpath(sys.executable)), os.path.dirname(sys.executable)}
+    python.update(v for k, v in sysconfig.get_paths().items() if k != "data")  # "data" is the prefix itself
+    python.update(site.getsitepackages())
+    return (*fs_jail.SYSTEM_PATHS, *sorted(python), RUNNER)
+
+
+def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, workdir: str, cgroup_procs: str | None,
+             jail_root: str):
     """Everything is computed here, in the parent: the forked child (of a threaded parent) only makes syscalls."""
     cpu = math.ceil(timeout_s) + 1
     wanted = [(resource.RLIMIT_AS, memory_mb << 20, memory_mb << 20), (resource.RLIMIT_CPU, cpu, cpu + 1),
@@ -206,7 +220,8 @@ def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, work
             soft, hard = min(soft, cur_hard), min(hard, cur_hard)
         limits.append((res, (soft, hard)))
     userns = _userns_maps() if os.geteuid() != 0 and _unshare is not None and _userns_allowed else None
-    jail = fs_jail.plan(workdir, hide=(TASKS_DIR, GIT_DIR), userns=userns is not None)
+    # tasks/ is hidden even where a visible folder holds it (a non-editable install's site-packages)
+    jail = fs_jail.plan(workdir, jail_root, visible_paths(), hide=(TASKS_DIR,), userns=userns is not None)
 
     def apply() -> None:
         if cgroup_procs is not None:  # first: while still in the evaluator's namespaces, mounts and uid
@@ -251,22 +266,24 @@ def _userns_maps() -> tuple[tuple[str, bytes], ...]:
 
 def _run(code: str, entry: str, timeout_s: float, memory_mb: int, ids: tuple[int, int] | None,
          harness: str | None = None, files: tuple[Path, ...] = ()) -> RunResult:
-    workdir = group = None
+    workdir = jail_root = group = None
     try:  # an OSError here (a full disk...) costs this program its result, not the trainer its run
         workdir = tempfile.mkdtemp(prefix="helix-sandbox-")
+        jail_root = tempfile.mkdtemp(prefix="helix-sandbox-root-")  # stays empty out here
         group = cgroup.create(SANDBOX_NPROC)
-        return _run_in(workdir, group, code, entry, timeout_s, memory_mb, ids, harness, files)
+        return _run_in(workdir, jail_root, group, code, entry, timeout_s, memory_mb, ids, harness, files)
     except OSError as exc:
         return RunResult("crash", error=f"the sandbox failed: {exc}")
     finally:
         if group is not None:
             group.kill_all()  # a no-op after _kill_all, unless _run_in failed half-way
             group.remove()
-        if workdir is not None:
-            _remove(workdir)
+        for path in (workdir, jail_root):
+            if path is not None:
+                _remove(path)
 
 
-def _run_in(workdir: str, group: cgroup.PidsCgroup | None, code: str, entry: str, timeout_s: float, memory_mb: int,
+def _run_in(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, code: str, entry: str, timeout_s: float, memory_mb: int,
             ids, harness: str | None = None, files: tuple[Path, ...] = ()) -> RunResult:
     program = os.path.join(workdir, PROGRAM_NAME)
     result_path = os.path.join(workdir, f"result-{secrets.token_hex(16)}.json")
@@ -292,7 +309,7 @@ def _run_in(workdir: str, group: cgroup.PidsCgroup | None, code: str, entry: str
         proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True,
                                 preexec_fn=_preexec(memory_mb, timeout_s, ids, workdir,
-                                                    group.procs if group is not None else None))
+                                                    group.procs if group is not None else None, jail_root))
     except (OSError, subprocess.SubprocessError) as exc:
         return RunResult("crash", error=f"the sandbox could not start the program: {exc}")
     # Holding the namespace open keeps its identity from being recycled for another sandbox's.

@@ -99,7 +99,8 @@ def pid_dir(monkeypatch):
     os.chmod(path, 0o777)
     plan = sandbox.fs_jail.plan
     monkeypatch.setattr(sandbox.fs_jail, "plan",
-                        lambda workdir, hide=(), writable=(), userns=False: plan(workdir, hide, (*writable, path), userns))
+                        lambda workdir, root, visible, hide=(), writable=(), userns=False:
+                        plan(workdir, root, visible, hide, (*writable, path), userns))
     yield path
     shutil.rmtree(path, ignore_errors=True)
 
@@ -535,10 +536,11 @@ import ctypes, os
 def run_packing():
     out = {{}}
     out["write_outside"] = attempt(lambda: open({target!r}, "w").write("pwned"))
-    out["write_repo"] = attempt(lambda: open({repo_file!r}, "a").write("pwned"))
+    out["write_runner"] = attempt(lambda: open({runner!r}, "a").write("pwned"))
+    out["write_venv"] = attempt(lambda: open({venv_file!r}, "w").write("pwned"))
     out["read_heldout"] = attempt(lambda: open({heldout!r}, "rb").read())
     out["write_own_dir"] = attempt(lambda: open("mine.txt", "w").write("ok"))
-    out["git_listing"] = os.listdir({git_dir!r}) if os.path.isdir({git_dir!r}) else None
+    out["repo_listing"] = attempt(lambda: os.listdir({repo!r}))
     libc = ctypes.CDLL(None, use_errno=True)
     out["remount_rw"] = "done" if libc.mount(None, b"/", None, 0x20, None) == 0 else errno.errorcode[ctypes.get_errno()]
     return out
@@ -547,25 +549,77 @@ def run_packing():
 
 def test_writing_or_reading_outside_its_directory_is_refused(tmp_path):
     """Even as root (this machine's venv Python is out of `nobody`'s reach), the program sees a
-    read-only filesystem without the task folders, and cannot remount its way out."""
+    read-only filesystem that holds only the system, this Python and the runner: not the
+    repository (tasks/, .git/), not a folder writable by anyone, and it cannot remount its way out."""
     if os.geteuid() != 0:
         pytest.skip("the read-only mount namespace needs root; unprivileged runs rely on file permissions")
     assert isolation().filesystem
     outside = tmp_path / "shared"
     outside.mkdir()
     outside.chmod(0o777)  # writable by anyone: only the mount namespace can refuse the write
-    repo_file = os.path.join(os.path.dirname(sandbox.RUNNER), "__init__.py")
-    before = open(repo_file).read()
+    before = open(sandbox.RUNNER).read()
     heldout = os.path.join(sandbox.TASKS_DIR, "symreg_chemistry", "heldout.npz")
     assert os.path.isfile(heldout)
-    code = OUTSIDE.format(target=str(outside / "x.txt"), repo_file=repo_file, heldout=heldout, git_dir=sandbox.GIT_DIR)
+    venv_file = os.path.join(sys.prefix, "helix-test-written")
+    code = OUTSIDE.format(target=str(outside / "x.txt"), runner=sandbox.RUNNER, venv_file=venv_file, heldout=heldout,
+                          repo=sandbox.REPO_DIR)
     result = run_program(code, "run_packing", LIMIT, 1024)
     assert result.status == "ok", result.error
-    # .git is hidden as well: `git show HEAD:tasks/.../heldout.npz` would otherwise hand out held-out data.
-    git_listing = [] if os.path.isdir(sandbox.GIT_DIR) else None  # a worktree's .git is a file, nothing to hide
-    assert result.value == {"write_outside": "EROFS", "write_repo": "EROFS", "read_heldout": "ENOENT",
-                            "write_own_dir": "done", "git_listing": git_listing, "remount_rw": "EPERM"}
-    assert not (outside / "x.txt").exists() and open(repo_file).read() == before
+    assert result.value["write_runner"] in ("EROFS", "EACCES"), result.value  # EACCES first where it runs as nobody
+    assert result.value == {"write_outside": "ENOENT", "write_runner": result.value["write_runner"],
+                            "write_venv": "EROFS", "read_heldout": "ENOENT", "write_own_dir": "done",
+                            "repo_listing": "ENOENT" if not sys.prefix.startswith(sandbox.REPO_DIR + "/") else "done",
+                            "remount_rw": "EPERM"}
+    assert not (outside / "x.txt").exists() and open(sandbox.RUNNER).read() == before
+    assert not os.path.exists(venv_file)
+
+
+HUNT_COPIES = """
+import os
+
+
+def run_packing():
+    return sorted(p for p in PATHS if os.path.exists(p))
+"""
+
+
+def test_copies_of_held_out_data_elsewhere_on_the_machine_are_invisible():
+    """Held-out files live in more places than this checkout's tasks/: a second checkout beside it
+    (as on a CI machine), a copy in /tmp, one in the home directory. None exists for a program."""
+    heldout = os.path.join(sandbox.TASKS_DIR, "symreg_chemistry", "heldout.npz")
+    homes = [os.path.expanduser("~"), os.path.dirname(sandbox.REPO_DIR), "/tmp"]
+    copies = []
+    try:
+        for where in homes:
+            folder = tempfile.mkdtemp(prefix="helix-test-copy-", dir=where)
+            os.chmod(folder, 0o755)
+            copy = os.path.join(folder, "tasks", "symreg_chemistry", "heldout.npz")
+            os.makedirs(os.path.dirname(copy))
+            shutil.copy(heldout, copy)
+            os.chmod(copy, 0o644)
+            copies.append(copy)
+        result = run_program(HUNT_COPIES.replace("PATHS", repr([heldout, *copies])), "run_packing", LIMIT, 1024)
+    finally:
+        for copy in copies:
+            shutil.rmtree(os.path.dirname(os.path.dirname(os.path.dirname(copy))), ignore_errors=True)
+    assert result.status == "ok", result.error
+    if not isolation().filesystem:
+        pytest.skip("no mount namespace here: file permissions are the only fence")
+    assert result.value == [], "held-out data visible to programs"
+
+
+def test_a_visible_folder_that_holds_tasks_gets_tasks_emptied(tmp_path):
+    """A non-editable install puts tasks/ (held-out data included) inside site-packages, which
+    programs must see: the plan covers it with an empty tmpfs."""
+    site = tmp_path / "site-packages"
+    (site / "tasks" / "boston_housing").mkdir(parents=True)
+    (site / "numpy").mkdir()
+    plan = sandbox.fs_jail.plan(str(tmp_path / "work"), str(tmp_path / "root"), (str(site),),
+                                hide=(str(site / "tasks"), str(tmp_path / "elsewhere")), userns=True)
+    if plan is None:
+        pytest.skip("no mount syscalls on this machine")
+    assert plan.hide == (os.fsencode(str(site / "tasks")),)
+    assert (os.fsencode(str(site)), os.fsencode(str(tmp_path / "root") + str(site))) in plan.binds
 
 
 CGROUP_ESCAPE = ATTEMPT + '''
@@ -675,6 +729,7 @@ import os, signal, socket
 def run():
     out = {"uid": os.getuid(), "pid": os.getpid()}
     out["write_outside"] = attempt(lambda: open(OUTSIDE_DIR + "/x", "w").write("pwned"))
+    out["read_only_root"] = bool(os.statvfs("/").f_flag & os.ST_RDONLY)
     out["read_heldout"] = attempt(lambda: open(HELDOUT, "rb").read())
     out["write_own_dir"] = attempt(lambda: open("mine.txt", "w").write("ok"))
     out["kill_evaluator"] = attempt(lambda: os.kill(EVALUATOR_PID, signal.SIGKILL))
@@ -719,6 +774,6 @@ def test_an_unprivileged_evaluator_gets_every_namespace_through_a_user_namespace
     assert out.returncode == 0, out.stderr[-800:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["status"] == "ok", report
-    assert report["value"] == {"uid": uid, "pid": 2, "write_outside": "EROFS", "read_heldout": "ENOENT",
+    assert report["value"] == {"uid": uid, "pid": 2, "write_outside": "ENOENT", "read_only_root": True, "read_heldout": "ENOENT",
                                "write_own_dir": "done", "kill_evaluator": "ESRCH", "connect": "ENETUNREACH"}
     assert os.listdir(outside) == []

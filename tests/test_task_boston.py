@@ -301,7 +301,8 @@ HUNTER = textwrap.dedent("""
                                     found[path] = "MEDV column"
                         except OSError:
                             pass
-        return {{"found": found, "files_seen": seen, "tasks_listing": sorted(os.listdir(os.path.join(REPO, "tasks")))}}
+        tasks = os.path.join(REPO, "tasks")
+        return {{"found": found, "files_seen": seen, "tasks_listing": sorted(os.listdir(tasks)) if os.path.isdir(tasks) else []}}
 
     def run_model(X_train, y_train, X_test):
         found = hunt()["found"]
