@@ -23,8 +23,8 @@ CREATE TABLE IF NOT EXISTS solutions (
     id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES solutions(id), epoch INTEGER NOT NULL,
     code TEXT NOT NULL, reward REAL NOT NULL, valid INTEGER NOT NULL, feedback TEXT NOT NULL,
     metrics TEXT NOT NULL, eval_time_s REAL NOT NULL, prompt_id TEXT, completion TEXT,
-    embedding BLOB, code_hash TEXT);
-CREATE INDEX IF NOT EXISTS solutions_parent ON solutions(parent_id);
+    embedding BLOB, code_hash TEXT, second_parent_id INTEGER REFERENCES solutions(id),
+    operator TEXT NOT NULL DEFAULT 'edit');
 CREATE INDEX IF NOT EXISTS solutions_hash ON solutions(code_hash);
 CREATE TABLE IF NOT EXISTS populations (epoch INTEGER NOT NULL, position INTEGER NOT NULL,
     solution_id INTEGER NOT NULL REFERENCES solutions(id), tag INTEGER NOT NULL DEFAULT -1, diversity REAL,
@@ -33,10 +33,20 @@ CREATE TABLE IF NOT EXISTS populations (epoch INTEGER NOT NULL, position INTEGER
 CREATE TABLE IF NOT EXISTS discarded_solutions AS SELECT * FROM solutions WHERE 0;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
-_FIELDS = ("id", "parent_id", "epoch", "code", "reward", "valid", "feedback", "metrics", "eval_time_s", "prompt_id", "completion")
-_SELECT = "SELECT " + ", ".join(_FIELDS) + " FROM solutions"
+# Columns added since the first archives, in order: (name, declaration). Archives written before
+# them get them on open (``_migrate``), in solutions and discarded_solutions alike, so both keep
+# one column order (``rewind`` copies rows with SELECT *).
+_ADDED = (("second_parent_id", "INTEGER REFERENCES solutions(id)"), ("operator", "TEXT NOT NULL DEFAULT 'edit'"))
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS solutions_parent ON solutions(parent_id);
+CREATE INDEX IF NOT EXISTS solutions_second_parent ON solutions(second_parent_id);
+"""
+_FIELDS = ("id", "parent_id", "epoch", "code", "reward", "valid", "feedback", "metrics", "eval_time_s", "prompt_id", "completion",
+           "second_parent_id", "operator")
+_LEGACY = {"second_parent_id": "NULL", "operator": "'edit'"}  # what an archive without the column means
 _REQUIRED = ("parent_id", "epoch", "code", "reward", "valid", "feedback")
-_OPTIONAL = {"metrics": {}, "eval_time_s": 0.0, "prompt_id": None, "completion": None}
+_OPTIONAL = {"metrics": {}, "eval_time_s": 0.0, "prompt_id": None, "completion": None, "second_parent_id": None,
+             "operator": "edit"}
 _IN_CHUNK = 500  # ids per "IN (...)" query, well under SQLite's bound-variable limit
 
 
@@ -53,10 +63,16 @@ class Solution:
     eval_time_s: float
     prompt_id: str | None
     completion: str | None
+    second_parent_id: int | None = None  # crossover children: the other parent
+    operator: str = "edit"  # how it was made (rollout.operators)
+
+    @property
+    def parents(self) -> tuple[int, ...]:
+        return tuple(p for p in (self.parent_id, self.second_parent_id) if p is not None)
 
 
 def _row(r) -> Solution:
-    return Solution(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], json.loads(r[7]), r[8], r[9], r[10])
+    return Solution(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], json.loads(r[7]), r[8], r[9], r[10], r[11], r[12])
 
 
 def _json_default(obj):
@@ -78,8 +94,10 @@ def _params(i: int, row: dict) -> tuple:
         raise ValueError(f"archive row {i} (prompt {row['prompt_id']!r}): reward {reward} / eval_time_s "
                          f"{eval_time} is NaN; the evaluator must map a NaN score to reward 0 with feedback")
     parent = None if row["parent_id"] is None else int(row["parent_id"])
+    second = None if row["second_parent_id"] is None else int(row["second_parent_id"])
     return (parent, int(row["epoch"]), str(row["code"]), reward, int(bool(row["valid"])), str(row["feedback"]),
-            json.dumps(row["metrics"] or {}, default=_json_default), eval_time, row["prompt_id"], row["completion"])
+            json.dumps(row["metrics"] or {}, default=_json_default), eval_time, row["prompt_id"], row["completion"],
+            second, str(row["operator"]))
 
 
 class Archive:
@@ -91,7 +109,28 @@ class Archive:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")  # a committed batch survives even power loss
         self.db.executescript(_SCHEMA)
+        self._migrate()
+        self.columns = set(_FIELDS)
+        self.db.executescript(_INDEXES)
         self.db.commit()
+
+    def _migrate(self) -> None:
+        """Add the columns an archive from an earlier version lacks (see ``_ADDED``)."""
+        with self.db:
+            for table in ("solutions", "discarded_solutions"):
+                have = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}
+                for name, declaration in _ADDED:
+                    if name not in have:
+                        self.db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {declaration}")
+
+    def _fields(self, alias: str = "") -> str:
+        """The select list of a Solution; a reader of an older archive (no migration: read-only)
+        gets the missing columns as their meaning (no second parent, made by edit)."""
+        return ", ".join(alias + f if f in self.columns else f"{_LEGACY[f]} AS {f}" for f in _FIELDS)
+
+    @property
+    def _select(self) -> str:
+        return f"SELECT {self._fields()} FROM solutions"
 
     def __enter__(self) -> "Archive":
         return self
@@ -115,12 +154,12 @@ class Archive:
             for p in params:
                 cur = self.db.execute(
                     "INSERT INTO solutions (parent_id, epoch, code, reward, valid, feedback, metrics, eval_time_s, "
-                    "prompt_id, completion) VALUES (?,?,?,?,?,?,?,?,?,?)", p)
+                    "prompt_id, completion, second_parent_id, operator) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", p)
                 ids.append(cur.lastrowid)
         return ids
 
     def get(self, sid: int) -> Solution:
-        r = self.db.execute(_SELECT + " WHERE id = ?", (int(sid),)).fetchone()
+        r = self.db.execute(self._select + " WHERE id = ?", (int(sid),)).fetchone()
         if r is None:
             raise KeyError(f"solution {sid} is not in the archive ({self.path}, {self.count()} solutions)")
         return _row(r)
@@ -146,7 +185,7 @@ class Archive:
         rows = self.db.execute(
             "WITH RECURSIVE up(id, depth) AS (SELECT parent_id, 1 FROM solutions WHERE id = ? "
             "UNION ALL SELECT s.parent_id, up.depth + 1 FROM solutions s JOIN up ON s.id = up.id WHERE up.depth < ?) "
-            f"SELECT {', '.join('s.' + f for f in _FIELDS)} FROM up JOIN solutions s ON s.id = up.id ORDER BY up.depth",
+            f"SELECT {self._fields('s.')} FROM up JOIN solutions s ON s.id = up.id ORDER BY up.depth",
             (int(sid), int(n))).fetchall()
         return [_row(r) for r in rows]
 
@@ -155,18 +194,20 @@ class Archive:
         return list(reversed(self.ancestors(sid, 1 << 62))) + [self.get(sid)]
 
     def children(self, sid: int) -> list[Solution]:
-        return [_row(r) for r in self.db.execute(_SELECT + " WHERE parent_id = ? ORDER BY id", (int(sid),))]
+        """Every child of ``sid``, crossover children that have it as their second parent included."""
+        second = " OR second_parent_id = :id" if "second_parent_id" in self.columns else ""
+        return [_row(r) for r in self.db.execute(self._select + f" WHERE parent_id = :id{second} ORDER BY id", {"id": int(sid)})]
 
     def count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM solutions").fetchone()[0]
 
     def best(self) -> Solution | None:
         """Highest reward among valid solutions (earliest on ties); None if none is valid."""
-        r = self.db.execute(_SELECT + " WHERE valid = 1 ORDER BY reward DESC, id ASC LIMIT 1").fetchone()
+        r = self.db.execute(self._select + " WHERE valid = 1 ORDER BY reward DESC, id ASC LIMIT 1").fetchone()
         return _row(r) if r else None
 
     def top(self, k: int) -> list[Solution]:
-        return [_row(r) for r in self.db.execute(_SELECT + " ORDER BY reward DESC, id ASC LIMIT ?", (k,))]
+        return [_row(r) for r in self.db.execute(self._select + " ORDER BY reward DESC, id ASC LIMIT ?", (k,))]
 
     def all_ids(self) -> np.ndarray:
         return np.array([r[0] for r in self.db.execute("SELECT id FROM solutions ORDER BY id")], dtype=np.int64)

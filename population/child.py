@@ -22,9 +22,13 @@ class Child:
     # joins the kNN index and the selection pool. A failed or no-op edit is archived only.
     is_program: bool = False
     tag: int = -1  # the population slot (island) of the prompt it came from
+    operator: str = "edit"  # how it was made (rollout.operators)
+    second_parent_id: int | None = None  # crossover: the other parent
+
 
     def archive_row(self) -> dict:
         """The columns the archive stores (is_program and tag live in the selection pool)."""
         return dict(parent_id=self.parent_id, epoch=self.epoch, code=self.code, reward=self.reward, valid=self.valid,
                     feedback=self.feedback, metrics=self.metrics, eval_time_s=self.eval_time_s,
-                    prompt_id=self.prompt_id, completion=self.completion)
+                    prompt_id=self.prompt_id, completion=self.completion, operator=self.operator,
+                    second_parent_id=self.second_parent_id)

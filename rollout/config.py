@@ -46,3 +46,21 @@ class RolloutConfig:
     openai_timeout_s: float = _rule(120.0, lambda v: v > 0, "must be > 0")  # per request
     # on connection errors, 429 and 5xx, with exponential backoff
     openai_max_retries: int = _rule(4, lambda v: v >= 0, "must be >= 0")
+
+
+@dataclass
+class EvolutionConfig:
+    """How children are made (rollout.operators). The mix is drawn per prompt from the run's
+    seeded generator; a one-operator mix draws nothing, so the paper's default reproduces the
+    edit-only loop exactly. A mix in an overlay merges with its base's: give 0 to turn one off."""
+
+    # weights, normalised: edit (SEARCH/REPLACE, the paper), rewrite (whole program), crossover
+    # (two parents from different lineages), best_shot (FunSearch's k best versions of the function)
+    operators: dict[str, float] = _rule(
+        None, lambda v: all(w >= 0 for w in v.values()) and sum(v.values()) > 0,
+        "must give every operator a weight >= 0, and one a weight > 0")
+    best_shot_k: int = _rule(2, lambda v: v >= 1, "must be >= 1")  # programs shown as versions v0..v{k-1}
+
+    def __post_init__(self):
+        if self.operators is None:
+            self.operators = {"edit": 1.0}

@@ -69,7 +69,7 @@ class Prompt:
     dropped: list[str] = field(default_factory=list)  # what the budget removed, for the run log
 
 
-def _status(sol: Candidate, limit: int | None = None) -> str:
+def status_line(sol: Candidate, limit: int | None = None) -> str:
     feedback = sol.feedback.strip() or "(none)"
     if limit is not None and len(feedback) > limit:
         feedback = feedback[:limit] + " ...(truncated)"
@@ -77,9 +77,35 @@ def _status(sol: Candidate, limit: int | None = None) -> str:
     return f"reward {sol.reward:.6g} ({state}). Feedback: {feedback}"
 
 
+def current_program(parent: Candidate, code: str, feedback_limit: int | None) -> str:
+    """The {parent} section of the paper's prompt: the program to improve, with its status."""
+    return f"## Current Program\nStatus: {status_line(parent, feedback_limit)}\n```python\n{code}\n```"
+
+
 def _diff(old: str, new: str) -> str:
     lines = difflib.unified_diff(old.splitlines(), new.splitlines(), "before", "after", n=2, lineterm="")
     return "\n".join(lines) or "(no code change)"
+
+
+def cut_middle(code: str, cut: int) -> str:
+    """``code`` with ``cut`` lines taken out of its middle, where a marker line says so."""
+    lines = code.split("\n")
+    cut = min(len(lines) - 2, cut)
+    if cut <= 0:
+        return code
+    start = max(1, len(lines) // 2 - cut // 2)
+    return "\n".join(lines[:start] + ["# ... (lines omitted to fit the prompt budget)"] + lines[start + cut :])
+
+
+class Layout(Protocol):
+    """How an operator (rollout.operators) shows its programs; None: one parent to edit."""
+
+    lineage: bool  # the parent's ancestors are shown
+
+    def current(self, parent: Candidate, codes: list[str], others: list[Candidate], feedback_limit: int | None) -> str:
+        """The {parent} section: ``codes`` are the parent's and then each other program's code, cut to budget."""
+
+    def contract(self, entry_function: str, timeout: str, others: list[Candidate]) -> str: ...
 
 
 class PromptBuilder:
@@ -93,37 +119,48 @@ class PromptBuilder:
         names = check_template(self.template, "prompt template")
         self._template_no_lineage = "\n\n".join(p for p in self.template.split("\n\n") if p.strip() != "{ancestors}")
         timeout = f"{timeout_s:g}"
+        self.entry_function, self.timeout = entry_function, timeout
         self.fields = {"description": description.strip(), "entry_function": entry_function, "timeout": timeout,
                        "contract": CONTRACT.format(entry_function=entry_function, timeout=timeout)}
         self.max_prompt_tokens = max_prompt_tokens
         # A template without {ancestors} never shows them, so build() ignores them (nothing "dropped").
         self.n_ancestors = n_ancestors if "ancestors" in names else 0
 
-    def _render(self, parent: Candidate, ancestors: list[Candidate], feedback_limit: int | None, code: str) -> str:
+    def _render(self, parent: Candidate, ancestors: list[Candidate], feedback_limit: int | None, codes: list[str],
+                layout: Layout | None, others: list[Candidate]) -> str:
         lineage = ""
         if ancestors:
             parts = ["## Previous attempts in this lineage (oldest first)"]
             chain = list(reversed(ancestors)) + [parent]
             for depth, (old, new) in enumerate(zip(chain, chain[1:]), start=1):
-                parts.append(f"### Attempt {depth}: {_status(old, 300)}\nChange it led to:\n```diff\n{_diff(old.code, new.code)}\n```")
+                parts.append(f"### Attempt {depth}: {status_line(old, 300)}\nChange it led to:\n```diff\n{_diff(old.code, new.code)}\n```")
             lineage = "\n\n".join(parts)
-        current = f"## Current Program\nStatus: {_status(parent, feedback_limit)}\n```python\n{code}\n```"
+        fields = self.fields
+        if layout is None:
+            current = current_program(parent, codes[0], feedback_limit)
+        else:
+            current = layout.current(parent, codes, others, feedback_limit)
+            fields = dict(fields, contract=layout.contract(self.entry_function, self.timeout, others))
         template = self.template if ancestors else self._template_no_lineage
-        user = template.format(**self.fields, ancestors=lineage, parent=current)
+        user = template.format(**fields, ancestors=lineage, parent=current)
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     def _tokens(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
-    def build(self, parent: Candidate, ancestors: list[Candidate] = (), parent_id: int | None = None) -> Prompt:
-        """``ancestors`` is nearest first (parent's parent, ...), as Archive.ancestors returns them."""
-        ancestors = list(ancestors)[: self.n_ancestors]
+    def build(self, parent: Candidate, ancestors: list[Candidate] = (), parent_id: int | None = None,
+              layout: Layout | None = None, others: list[Candidate] = ()) -> Prompt:
+        """``ancestors`` is nearest first (parent's parent, ...), as Archive.ancestors returns them.
+        ``layout``/``others``: an operator's way of showing the parent and its other programs (a
+        second parent, earlier versions); None: the paper's edit prompt."""
+        others = list(others)
+        ancestors = list(ancestors)[: self.n_ancestors] if layout is None or layout.lineage else []
         dropped: list[str] = []
-        code = parent.code
+        codes = [parent.code] + [o.code for o in others]
         feedback_limit: int | None = None
         while True:
-            text = self._render(parent, ancestors, feedback_limit, code)
+            text = self._render(parent, ancestors, feedback_limit, codes, layout, others)
             ids = self._tokens(text)
             if len(ids) <= self.max_prompt_tokens:
                 return Prompt(text, ids, parent_id, dropped)
@@ -134,10 +171,9 @@ class PromptBuilder:
                 feedback_limit = 100 if feedback_limit is None else 0
                 dropped.append("parent feedback shortened")
             else:
-                lines = code.split("\n")
+                lines = codes[0].split("\n")
                 if len(lines) < 4:
                     raise ValueError(f"prompt exceeds max_prompt_tokens={self.max_prompt_tokens} even with no program; raise the budget")
                 cut = min(len(lines) - 2, (len(ids) - self.max_prompt_tokens) // 8 + 2)  # ~8 tokens a line
-                start = max(1, len(lines) // 2 - cut // 2)
-                code = "\n".join(lines[:start] + ["# ... (lines omitted to fit the prompt budget)"] + lines[start + cut :])
-                dropped.append(f"{cut} program lines")
+                codes = [cut_middle(code, cut) for code in codes]
+                dropped.append(f"{cut} program lines" + (f" in each of {len(codes)} programs" if others else ""))

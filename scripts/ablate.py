@@ -45,13 +45,13 @@ def available_variants() -> list[str]:
     return sorted(p.stem for p in ABLATIONS.glob("*.yaml"))
 
 
-def _leaves(data: dict, prefix: str = "") -> dict:
+def _leaves(data: dict) -> dict:
+    """{"section.key": value}; a mapping-valued setting (evolution.operators) stays one setting."""
     out = {}
-    for key, value in data.items():
-        if isinstance(value, dict):
-            out.update(_leaves(value, f"{prefix}{key}."))
-        else:
-            out[prefix + str(key)] = value
+    for section, value in data.items():
+        if not isinstance(value, dict):
+            raise ValueError(f"'{section}' must be a section (a mapping of settings), got {value!r}")
+        out.update({f"{section}.{key}": v for key, v in value.items()})
     return out
 
 

@@ -51,8 +51,13 @@ def cmd_top(arch: Archive, args) -> None:
 def cmd_lineage(arch: Archive, args) -> None:
     chain = arch.lineage(args.id)
     for depth, s in enumerate(chain):
-        print(f"=== generation {depth}: solution {s.id} (epoch {s.epoch}), reward {s.reward:.8g}, "
+        made = "" if depth == 0 else f", by {s.operator}"
+        print(f"=== generation {depth}: solution {s.id} (epoch {s.epoch}{made}), reward {s.reward:.8g}, "
               f"{'valid' if s.valid else 'invalid'}\n    feedback: {_line(s.feedback, 200)}")
+        if s.second_parent_id is not None:
+            mate = arch.get(s.second_parent_id)
+            print(f"    second parent: solution {mate.id} (epoch {mate.epoch}), reward {mate.reward:.8g}; "
+                  f"the diff below is from the first parent, solution {s.parent_id}")
         if depth == 0:
             print("\n".join("    " + line for line in s.code.splitlines()) if args.code else "    (root program; --code shows it)")
         else:

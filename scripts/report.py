@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/report.py runs/latest                 # -> runs/latest/report/report.html
     .venv/bin/python scripts/report.py runs/my-run --out /tmp/r/index.html
+    .venv/bin/python scripts/report.py runs/latest --lineage 57     # also the lineage of solution 57
 
 Sections: reward curves, the Pareto front of each epoch's population, the lineage tree of the
 best solution, the task's own drawing of the best solution (re-run in the sandbox, checked by
@@ -43,6 +44,7 @@ class Section:
     png: str | None = None  # file name next to the HTML; None: nothing drawn
     data: bytes = b""
     notes: list[str] = field(default_factory=list)
+    table: list[list[str]] = field(default_factory=list)  # header row first; drawn as an HTML table
 
 
 # ---- figures: matplotlib Figure objects on the Agg canvas (no pyplot, no display) -------------
@@ -125,11 +127,15 @@ def plot_pareto(pops: list[PopulationPoints], max_panels: int = 12) -> Figure:
 
 
 def lineage_layout(tree: LineageTree) -> dict[int, tuple[float, float]]:
-    """id -> (x, y): generation on x, the ancestor chain on y = 0, siblings below it."""
-    pos, below = {}, {}
+    """id -> (x, y): generation on x, the ancestor chain on y = 0, siblings below it, the second
+    parents of crossover children above it."""
+    pos, below, above = {}, {}, {}
     for node in tree.nodes:
         if node.on_chain:
             pos[node.id] = (float(node.depth), 0.0)
+        elif node.mate:
+            above[node.depth] = above.get(node.depth, 0) + 1
+            pos[node.id] = (float(node.depth), float(above[node.depth]))
         else:
             below[node.depth] = below.get(node.depth, 0) + 1
             pos[node.id] = (float(node.depth), -float(below[node.depth]))
@@ -142,13 +148,18 @@ def plot_lineage(tree: LineageTree) -> Figure:
     pos = lineage_layout(tree)
     depth = max(n.depth for n in tree.nodes)
     rows = 1 + max((-y for _, y in pos.values()), default=0)
-    fig = new_figure(min(28.0, max(8.0, 1.5 * (depth + 1))), max(3.0, 1.1 * (rows + 1)))
+    top = max((y for _, y in pos.values()), default=0)
+    fig = new_figure(min(28.0, max(8.0, 1.5 * (depth + 1))), max(3.0, 1.1 * (rows + top + 1)))
     ax = fig.subplots()
     by_id = {n.id: n for n in tree.nodes}
     for n in tree.nodes:
-        if n.parent_id in pos:
+        if n.parent_id in pos and not n.mate:
             (x0, y0), (x1, y1) = pos[n.parent_id], pos[n.id]
             ax.plot([x0, x1], [y0, y1], color="black" if n.on_chain else "0.7", lw=2 if n.on_chain else 1, zorder=1)
+        if n.second_parent_id in pos:  # crossover: the edge from the second parent, dashed
+            (x0, y0), (x1, y1) = pos[n.second_parent_id], pos[n.id]
+            ax.plot([x0, x1], [y0, y1], color="tab:orange", lw=1.5, ls="--", zorder=1,
+                    label="second parent (crossover)" if n.on_chain else None)
     valid = [n for n in tree.nodes if n.valid]
     invalid = [n for n in tree.nodes if not n.valid]
     rewards = [n.reward for n in valid]
@@ -161,6 +172,7 @@ def plot_lineage(tree: LineageTree) -> Figure:
     if invalid:
         ax.scatter([pos[n.id][0] for n in invalid], [pos[n.id][1] for n in invalid], marker="X", color="0.55",
                    s=90, zorder=2, label="invalid")
+    if invalid or top:
         ax.legend(fontsize=8, loc="lower right")
     label_every = max(1, math.ceil((depth + 1) / 30))  # long chains: label every k-th generation only
     for n in tree.nodes:
@@ -172,7 +184,7 @@ def plot_lineage(tree: LineageTree) -> Figure:
         low = min(y for i, (x, y) in pos.items() if x == d and not by_id[i].on_chain)
         ax.text(d, low - 0.6, f"+{count} more", ha="center", fontsize=7, color="0.4")
     ax.set_xlim(-0.6, depth + 0.6)
-    ax.set_ylim(-(rows - 1) - (0.9 if tree.hidden else 0.5), 0.8)
+    ax.set_ylim(-(rows - 1) - (0.9 if tree.hidden else 0.5), top + 0.8)
     ax.set_xlabel("generation (0 = root)")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_yticks([])
@@ -297,6 +309,10 @@ def render_html(title: str, header: list[tuple[str, str]], sections: list[Sectio
         if s.png:
             parts.append(f"<img alt='{e(s.title)}' src='data:image/png;base64,{base64.b64encode(s.data).decode()}'>"
                          f"<p><small>{e(s.png)}</small></p>")
+        if s.table:
+            parts.append("<table><tr>" + "".join(f"<th>{e(c)}</th>" for c in s.table[0]) + "</tr>")
+            parts += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in s.table[1:]]
+            parts.append("</table>")
         parts += [f"<p class='note'>Note: {e(n)}</p>" for n in s.notes]
     if code is not None:
         parts.append(f"<h2>Best program</h2><details><summary>show code</summary><pre>{e(code)}</pre></details>")
@@ -304,8 +320,10 @@ def render_html(title: str, header: list[tuple[str, str]], sections: list[Sectio
     return "\n".join(parts)
 
 
-def build_report(run_dir: str | Path, out: str | Path | None = None, execute: bool = True) -> Path:
-    """Write the HTML (default RUN_DIR/report/report.html) and its PNGs beside it; returns the HTML path."""
+def build_report(run_dir: str | Path, out: str | Path | None = None, execute: bool = True,
+                 lineages: tuple[int, ...] = ()) -> Path:
+    """Write the HTML (default RUN_DIR/report/report.html) and its PNGs beside it; returns the HTML path.
+    ``lineages``: solution ids whose lineage trees are drawn too (a crossover child, say)."""
     run = rd.load_run(run_dir)
     out = Path(out) if out is not None else run.path / "report" / "report.html"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -357,8 +375,24 @@ def build_report(run_dir: str | Path, out: str | Path | None = None, execute: bo
                 code = best.code
             else:
                 sections.append(Section("Lineage of the best solution", notes=["no valid solution yet"]))
+            for sid in lineages:
+                try:
+                    sol = arch.get(sid)
+                except KeyError:
+                    raise rd.RunDirError(f"--lineage {sid}: the archive holds no solution {sid}") from None
+                tree = rd.lineage_tree(arch, sid)
+                add(f"Lineage of solution #{sid}", f"lineage-{sid}.png", plot_lineage(tree),
+                    [f"made by {sol.operator} in epoch {sol.epoch}, reward {sol.reward:.6g}"
+                     + (f"; second parent #{sol.second_parent_id} (dashed)" if sol.second_parent_id is not None else "")])
         fig, notes = best_rendering(run, best, execute)
         add("Best solution", "best_solution.png", fig, notes)
+    table = rd.operator_table(run.metrics)
+    if table:
+        head = ["epoch", "operator", "children", "became programs", "valid", "mean reward", "max reward", "new best"]
+        cells = [[str(r["epoch"]), r["operator"], str(r["children"]), f"{r['program_frac']:.0%}", f"{r['valid_frac']:.0%}",
+                  f"{r['reward_mean']:.6g}", f"{r['reward_max']:.6g}", f"{r['new_best_frac']:.0%}"] for r in table]
+        sections.append(Section("Operators", table=[head] + cells, notes=[
+            "per epoch, then over the run ('all'); new best: valid children that beat the best reward held before their epoch"]))
     if run.metrics:
         epochs, phases, missing = rd.phase_times(run.metrics)
         notes = [f"not logged: {', '.join(missing)}"] if missing else []
@@ -378,9 +412,11 @@ def main(argv=None) -> int:
     parser.add_argument("run_dir", help="a run directory (e.g. runs/latest)")
     parser.add_argument("--out", default=None, help="the HTML file to write; PNGs go beside it (default RUN_DIR/report/report.html)")
     parser.add_argument("--no-exec", action="store_true", help="do not re-run the best program (no task rendering)")
+    parser.add_argument("--lineage", type=int, action="append", default=[], metavar="ID",
+                        help="also draw the lineage of solution ID (repeatable), e.g. a crossover child")
     args = parser.parse_args(argv)
     try:
-        path = build_report(args.run_dir, args.out, execute=not args.no_exec)
+        path = build_report(args.run_dir, args.out, execute=not args.no_exec, lineages=tuple(args.lineage))
     except rd.RunDirError as exc:
         print(f"report: error: {exc}", file=sys.stderr)
         return 2

@@ -55,6 +55,7 @@ class ReadOnlyArchive(Archive):
             self.db.close()
             raise RunDirError(f"{self.path} has no 'solutions' table: not a HELIX archive")
         self.has_populations = "populations" in tables
+        self.columns = {r[1] for r in self.db.execute("PRAGMA table_info(solutions)")}
 
     def population_columns(self) -> set[str]:
         return {r[1] for r in self.db.execute("PRAGMA table_info(populations)")} if self.has_populations else set()
@@ -150,6 +151,29 @@ def _column(metrics: list[dict], key: str) -> np.ndarray:
         v = row.get(key)
         vals.append(float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan)
     return np.array(vals, dtype=np.float64)
+
+
+OPERATOR_STATS = ("children", "program_frac", "valid_frac", "reward_mean", "reward_max", "new_best_frac")
+
+
+def operator_table(metrics: list[dict]) -> list[dict]:
+    """Per epoch and operator (metrics.jsonl ``op_<name>_*``), then one "all" row per operator over
+    the run: children, the shares that became programs, were valid and beat the best so far, and
+    the mean and max reward. What tells a user whether an operator pays."""
+    rows, totals = [], {}
+    for r in sorted(metrics, key=lambda r: r["epoch"]):
+        names = sorted({k[3:-len("_children")] for k in r if k.startswith("op_") and k.endswith("_children")})
+        for name in names:
+            row = {"epoch": r["epoch"], "operator": name, **{s: r.get(f"op_{name}_{s}") for s in OPERATOR_STATS}}
+            rows.append(row)
+            totals.setdefault(name, []).append(row)
+    for name, part in sorted(totals.items()):
+        n = sum(p["children"] for p in part)
+        mean = {s: sum(p[s] * p["children"] for p in part) / n
+                for s in ("program_frac", "valid_frac", "reward_mean", "new_best_frac")}
+        rows.append({"epoch": "all", "operator": name, "children": n, **mean,
+                     "reward_max": max(p["reward_max"] for p in part)})
+    return rows
 
 
 def reward_curves(metrics: list[dict]) -> dict[str, np.ndarray]:
@@ -257,6 +281,9 @@ class LineageNode:
     valid: bool
     depth: int  # generations from the root
     on_chain: bool  # an ancestor of the best solution, or the best itself
+    second_parent_id: int | None = None  # crossover children: the other parent
+    operator: str = "edit"
+    mate: bool = False  # shown as the second parent of a crossover child on the chain
 
 
 @dataclass(frozen=True)
@@ -271,12 +298,19 @@ def lineage_tree(arch: Archive, best_id: int, max_siblings: int = 6) -> LineageT
     same parent (its siblings): the best ``max_siblings`` by reward, the rest only counted."""
     chain = arch.lineage(best_id)
     on_chain = {s.id for s in chain}
-    nodes = [LineageNode(s.id, s.parent_id, s.epoch, s.reward, s.valid, d, True) for d, s in enumerate(chain)]
-    hidden = {}
+    nodes = [LineageNode(s.id, s.parent_id, s.epoch, s.reward, s.valid, d, True, s.second_parent_id, s.operator)
+             for d, s in enumerate(chain)]
+    for d, s in enumerate(chain):  # a crossover on the chain: its second parent too, beside the first
+        if s.second_parent_id is not None and s.second_parent_id not in on_chain:
+            mate = arch.get(s.second_parent_id)
+            nodes.append(LineageNode(mate.id, mate.parent_id, mate.epoch, mate.reward, mate.valid, d - 1, False,
+                                     mate.second_parent_id, mate.operator, mate=True))
+    hidden, drawn = {}, {n.id for n in nodes}  # a second parent that is also a sibling is drawn once, as the mate
     for depth in range(1, len(chain)):
-        others = [c for c in arch.children(chain[depth - 1].id) if c.id not in on_chain]
+        others = [c for c in arch.children(chain[depth - 1].id) if c.id not in drawn]
         others.sort(key=lambda s: (-s.valid, -s.reward, s.id))
-        nodes += [LineageNode(s.id, s.parent_id, s.epoch, s.reward, s.valid, depth, False) for s in others[:max_siblings]]
+        nodes += [LineageNode(s.id, s.parent_id, s.epoch, s.reward, s.valid, depth, False, s.second_parent_id, s.operator)
+                  for s in others[:max_siblings]]
         if len(others) > max_siblings:
             hidden[depth] = len(others) - max_siblings
     return LineageTree(best_id, nodes, hidden)

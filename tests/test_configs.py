@@ -31,14 +31,9 @@ def _ids(paths):
     return [str(p.relative_to(CONFIGS)) for p in paths]
 
 
-def _leaves(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for key, value in d.items():
-        if isinstance(value, dict):
-            out.update(_leaves(value, f"{prefix}{key}."))
-        else:
-            out[prefix + key] = value
-    return out
+def _leaves(d: dict) -> dict:
+    """{"section.key": value}: a mapping-valued setting (evolution.operators) is one setting."""
+    return {f"{section}.{key}": v for section, values in d.items() for key, v in values.items()}
 
 
 @functools.cache

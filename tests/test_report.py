@@ -228,6 +228,20 @@ def test_report_cli(tmp_path):
     assert sorted(p.name for p in out.parent.glob("*.png")) == ["lineage.png", "pareto.png", "phases.png", "rewards.png"]
 
 
+def test_report_draws_the_lineage_of_any_solution_asked_for(tmp_path, capsys):
+    run, ids = build_run(tmp_path)
+    with Archive(run / "archive.sqlite") as arch:  # a crossover child of d and b2
+        (x,) = arch.add_many([dict(BASE, parent_id=ids["d"], second_parent_id=ids["b2"], operator="crossover", epoch=3,
+                                   code="x = 1\n", reward=1.7, valid=True)])
+    assert report.main([str(run), "--no-exec", "--lineage", str(x)]) == 0
+    text = (run / "report" / "report.html").read_text()
+    assert f"Lineage of solution #{x}" in text and f"made by crossover in epoch 3, reward 1.7; second parent #{ids['b2']}" in text
+    png = (run / "report" / f"lineage-{x}.png").read_bytes()
+    assert png.startswith(PNG_MAGIC) and png in _images(text)
+    assert report.main([str(run), "--no-exec", "--lineage", "999"]) == 2
+    assert "--lineage 999: the archive holds no solution 999" in capsys.readouterr().err
+
+
 def test_report_degrades_without_archive_config_or_render(tmp_path):
     run, _ = build_run(tmp_path, config=None, archive=False,
                        metrics=[{k: v for k, v in m.items() if k != "train_time_s"} for m in METRICS])

@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from rollout.edits import child_program
+from rollout.operators import make_operator
 from tasks import load_task
-from train.warm_start_data import Mutation, _numbers, answer_for, mutate
+from train.warm_start_data import Mutation, _numbers, answer_for, combine, mutate
 
 TASKS = ["circle_packing_26", "keane_bump_10", "symreg_chemistry", "eggholder"]
 
@@ -53,6 +54,88 @@ def test_numbers_found_are_the_literals_of_the_block():
 def test_answer_for_refuses_a_child_that_make_diff_cannot_carry():
     with pytest.raises(ValueError):
         answer_for("a = 1\n", Mutation("=======\n", "bad"))
+
+
+@pytest.mark.parametrize("operator", ["rewrite", "crossover"])
+def test_whole_program_answers_rebuild_their_child_through_the_operator(operator):
+    task = load_task("circle_packing_26")
+    code, rng = task.initial_program, np.random.default_rng(11)
+    children = [m for m in (mutate(code, rng) for _ in range(20)) if m is not None and m.code != code]
+    assert len(children) >= 10
+    for m in children:
+        answer = answer_for(code, m, operator, task.entry_function)
+        assert "<<<<<<< SEARCH" not in answer and answer.count("```") == 2
+        assert make_operator(operator, task.entry_function).child(code, answer) == m.code
+
+
+def test_answer_for_refuses_best_shot_and_unknown_operators():
+    m = Mutation("def f():\n    return 2\n", "Try 1 -> 2.")
+    for operator in ("best_shot", "mutate"):
+        with pytest.raises(ValueError, match="no warm-start answers"):
+            answer_for("def f():\n    return 1\n", m, operator, "f")
+
+
+def test_combine_carries_both_changes_or_refuses_a_clash():
+    root = "a = 1.0\nb = 2.0\nc = 3.0\nd = 4.0\ne = 5.0\nf = 6.0\ng = 7.0\n"
+    first = root.replace("a = 1.0", "a = 1.1")
+    second = root.replace("g = 7.0", "g = 6.5")
+    both = combine(root, first, second)
+    assert both.code == root.replace("a = 1.0", "a = 1.1").replace("g = 7.0", "g = 6.5")
+    assert combine(root, first, root.replace("a = 1.0", "a = 0.9")) is None  # same line: no merge
+    assert combine(root, first, first) is None  # nothing of B's is new
+
+
+@pytest.mark.parametrize("mix, n, plan", [
+    ({"edit": 1.0}, 8, ["edit"] * 8),
+    # 8 x (0.4, 0.2, 0.2) / 0.8 = 4, 2, 2; crossover never teaches on the starter (prompt 0)
+    ({"edit": 0.4, "rewrite": 0.2, "crossover": 0.2}, 8, ["edit", "crossover", "crossover", "edit", "edit", "edit",
+                                                          "rewrite", "rewrite"]),
+    # 5.6, 1.6, 0.8 -> 5, 1, 1 (at least one each), then the most under-served: rewrite (0.6 short) ties
+    # edit (0.6) and the mix's first wins: 6, 1, 1
+    ({"edit": 0.7, "rewrite": 0.2, "crossover": 0.1}, 8, ["edit", "crossover"] + ["edit"] * 5 + ["rewrite"]),
+    ({"edit": 0.3, "rewrite": 0.3, "crossover": 0.3}, 2, ["rewrite", "crossover"]),
+])
+def test_operator_plan_gives_each_operator_its_share_of_the_prompts(mix, n, plan):
+    from train.warm_start import operator_plan
+
+    assert operator_plan(mix, n) == plan
+
+
+def test_the_warm_start_key_changes_only_when_it_teaches_another_operator(tmp_path):
+    from train.warm_start import cache_key
+
+    def key(mix):
+        cfg = _cfg(tmp_path)
+        cfg.evolution.operators = mix
+        return cache_key(cfg)
+
+    base = key({"edit": 1.0})
+    assert key({"edit": 0.8, "best_shot": 0.2}) == base  # best_shot answers are not taught: same model
+    assert key({"edit": 0.8, "rewrite": 0.2}) != base
+    assert key({"edit": 0.8, "rewrite": 0.2}) != key({"edit": 0.8, "crossover": 0.2})
+
+
+def test_mixed_operator_examples_show_each_operators_prompt_and_answer(tmp_path, tokenizer):
+    from train.warm_start import make_examples
+
+    cfg = _cfg(tmp_path, parents=4, answers_per_parent=2)
+    cfg.evolution.operators = {"edit": 0.5, "rewrite": 0.25, "crossover": 0.25}
+    examples, stats = make_examples(cfg, tokenizer, np.random.default_rng(0), say=lambda _: None)
+    by_parent = {}
+    for e in examples:
+        by_parent.setdefault(e.parent, []).append(e)
+    prompts = {p: tokenizer.decode(es[0].prompt_ids) for p, es in by_parent.items()}
+    assert stats["operators"] == {"edit": 2, "crossover": 1, "rewrite": 1}, stats  # 4 x (0.5, 0.25, 0.25)
+    assert sum("## Program B" in t for t in prompts.values()) == 1
+    for p, es in by_parent.items():
+        whole = ["```python" in e.answer for e in es]
+        assert len(set(whole)) == 1  # one prompt, one operator
+        if "## Program B" in prompts[p]:  # crossover: the first target carries both parents' changes
+            assert whole[0] and es[0].answer.startswith("<think>\nKeep A's change and add B's.")
+        elif whole[0]:
+            assert "replaces the current program whole" in prompts[p]
+        else:
+            assert all("<<<<<<< SEARCH" in e.answer for e in es) and "SEARCH" in prompts[p]
 
 
 def test_cached_prompt_loss_equals_the_plain_answer_nll(tiny_model):
@@ -118,7 +201,8 @@ def test_a_child_that_changes_nothing_is_unchanged_not_a_program():
     task = load_task("circle_packing_26")
     parent = task.initial_program
     noop = ("<answer>\n<<<<<<< SEARCH\n    n = 26\n=======\n    n = 26  # keep the count\n>>>>>>> REPLACE\n</answer>")
-    job = SimpleNamespace(parent_id=4, parent_code=parent, index=0, tag=2)
+    job = SimpleNamespace(parent_id=4, parent_code=parent, index=0, tag=2, operator="edit", mate_id=None, version=0,
+                          mate_code=None)
     (child,) = evaluate_children(task, _NoRun(), [job], [[([1], noop, False)]], epoch=3, progress=False)
     assert not child.is_program and child.tag == 2 and child.parent_id == 4 and child.prompt_id == "e3-p0-g0"
     assert child.reward == 0.0 and child.feedback == UNCHANGED and child.metrics == {"unchanged": 1.0}

@@ -86,6 +86,14 @@ class Backend(ABC):
     def save(self, path: Path) -> None:
         """Collective: model + optimizer under ``path / checkpoint_dir``."""
 
+    def save_async(self, path: Path, process_group=None):
+        """Collective, like ``save``, but returns once the state is staged (copied to CPU memory):
+        a Future that completes when the files are written (on rank 0, the coordinator, only
+        after every rank's). ``process_group``: a CPU group used by the writer thread alone.
+        This default writes synchronously and returns None (DeepSpeed writes its own files)."""
+        self.save(path)
+        return None
+
     @abstractmethod
     def load(self, path: Path) -> None:
         """Collective: the inverse of ``save``."""

@@ -10,6 +10,11 @@
 A checkpoint is written into a ``.tmp-`` directory and renamed into place only when every
 rank has finished, so any ``epoch-*`` directory is complete; a kill at any moment leaves the
 previous one intact. Under multi-node torchrun, RUN_DIR must be on storage all nodes share.
+
+With ``asynchronous`` (``run.async_checkpoint``) the loop waits only while the learner state is
+copied to CPU memory and the small files are written; the model and optimizer files, the fsync,
+the rename and the pruning of old checkpoints happen in a background thread while the next epoch
+runs. The rename still comes last, so the guarantee above is unchanged.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import random
 import re
 import shutil
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -74,9 +80,11 @@ def _fsync_tree(path: Path) -> None:
 
 
 def save_checkpoint(run_dir: Path | None, epoch: int, learner, evolution, info: DistInfo, keep: int,
-                    logs: dict | None = None) -> Path:
+                    logs: dict | None = None, asynchronous: bool = False) -> Path | Future:
     """Collective: every rank calls it. Rank 0 owns ``run_dir``, ``evolution`` and ``logs``
-    (``{"metrics": row, "samples": [rows]}``, the epoch's log rows)."""
+    (``{"metrics": row, "samples": [rows]}``, the epoch's log rows). Returns the checkpoint's path
+    (every rank), or with ``asynchronous`` a Future of it (None on ranks but 0) that completes once
+    the files are written and renamed into place; wait for it before the next save and at exit."""
     tmp = None
     if info.is_main:
         root = Path(run_dir) / CHECKPOINTS
@@ -85,11 +93,9 @@ def save_checkpoint(run_dir: Path | None, epoch: int, learner, evolution, info: 
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
     tmp = Path(broadcast(str(tmp) if tmp else None, info))
-    if learner is not None:
-        learner.save_state(tmp / "learner")
+    writing = learner.save_state(tmp / "learner", asynchronous=asynchronous) if learner is not None else None
     (tmp / f"rng-rank{info.rank}.json").write_text(json.dumps(rng_state()))
-    broadcast(None, info)  # every rank has written its part
-    final = None
+    broadcast(None, info)  # every rank has written (or staged) its part
     if info.is_main:
         state = evolution.state_dict()
         with open(tmp / "evolution.npz", "wb") as fh:
@@ -99,6 +105,12 @@ def save_checkpoint(run_dir: Path | None, epoch: int, learner, evolution, info: 
                                                        "samples": [clean_row(r) for r in logs["samples"]]}))
         (tmp / "state.json").write_text(json.dumps({"epoch": epoch, "world_size": info.world, "time": time.time(),
                                                     "archive_max_id": int(state["archive/max_id"])}))
+
+    def finish() -> Path | None:
+        if writing is not None:
+            writing.result()  # on rank 0, the coordinator: every rank's files are written
+        if not info.is_main:
+            return None
         _fsync_tree(tmp)
         final = tmp.parent / f"epoch-{epoch:06d}"
         if final.exists():  # a rerun of the same epoch after a resume: replace it
@@ -106,7 +118,15 @@ def save_checkpoint(run_dir: Path | None, epoch: int, learner, evolution, info: 
         tmp.rename(final)
         for old in checkpoint_dirs(run_dir)[:-keep] if keep > 0 else []:
             shutil.rmtree(old, ignore_errors=True)
-    return Path(broadcast(str(final) if final else None, info))
+        return final
+
+    if not asynchronous:
+        final = finish()
+        return Path(broadcast(str(final) if final else None, info))
+    pool = ThreadPoolExecutor(1, thread_name_prefix="helix-checkpoint")
+    pending = pool.submit(finish)
+    pool.shutdown(wait=False)  # the thread ends with the write; interpreter exit still joins it
+    return pending
 
 
 def checkpoint_logs(path: Path) -> dict | None:

@@ -1,9 +1,10 @@
 """Turn completions into child programs and evaluate them, overlapped with generation.
 
-A child is its parent with the completion's SEARCH/REPLACE edits applied; an answer whose edits
-do not apply is archived as a failed edit with the reason as feedback, and never run. Nor is a
-child whose edits change nothing (canonically equal to its parent): it is archived as "unchanged"
-with reward 0 and stays out of the selection pool. With
+A child is what the prompt's operator (rollout.operators) makes of the completion: by default its
+parent with the SEARCH/REPLACE edits applied. An answer that yields no program is archived as a
+failed edit with the reason as feedback, and never run. Nor is a
+child whose edits change nothing (canonically equal to its parent, or for a crossover to either
+parent): it is archived as "unchanged" with reward 0 and stays out of the selection pool. With
 ``rollout.batch_size`` > 0 the engine hands over each batch of prompts as it finishes, and
 ``BackgroundEvaluation`` evaluates those children in a thread while the next batch generates:
 on a GPU node the sandbox pool (CPU) then runs under generation (GPU) instead of after it.
@@ -16,33 +17,41 @@ from concurrent.futures import ThreadPoolExecutor
 
 from population.canonical import canonicalize
 from population.child import Child
-from rollout.edits import EditError, child_program
+from rollout.edits import EditError
+from rollout.operators import make_operator
 
 UNCHANGED = ("Edit applied but changed nothing: the child is the parent again (same code up to layout and "
              "comments). Change what the program computes.")
+SAME = ("The answer is a parent again (same code up to layout and comments). Change what the program "
+        "computes.")
 
 
 def evaluate_children(task, evaluator, jobs: list, outputs: list[list[tuple]], epoch: int,
                       progress: bool) -> list[Child]:
     """Apply each completion's edits to its parent and evaluate the new programs in the sandbox.
-    ``jobs``: the prompts (parent_id, parent_code, index, tag); ``outputs``: their completions as
+    ``jobs``: the prompts (train.epoch_loop.Job); ``outputs``: their completions as
     (token_ids, text, truncated)."""
     children, programs = [], []
     for job, group in zip(jobs, outputs):
-        parent_form = canonicalize(job.parent_code)
+        parent_forms = {canonicalize(job.parent_code)}
+        if job.mate_code is not None:  # a crossover that copies its second parent is no new program either
+            parent_forms.add(canonicalize(job.mate_code))
+        operator = make_operator(job.operator, task.entry_function)
         for g, (_, text, _) in enumerate(group):
             child = Child(parent_id=job.parent_id, epoch=epoch, prompt_id=f"e{epoch}-p{job.index}-g{g}",
-                          completion=text, code=job.parent_code, tag=job.tag)
+                          completion=text, code=job.parent_code, tag=job.tag, operator=job.operator,
+                          second_parent_id=job.mate_id)
             children.append(child)
             try:
-                child.code = child_program(job.parent_code, text, task.entry_function)
+                child.code = operator.child(job.parent_code, text, job.version)
             except EditError as err:
-                child.feedback, child.metrics = f"Edit not applied: {err}", {"edit_failed": 1.0}
+                what = "Edit not applied" if job.operator == "edit" else "Answer not used"
+                child.feedback, child.metrics = f"{what}: {err}", {"edit_failed": 1.0}
                 continue
-            if canonicalize(child.code) == parent_form:
+            if canonicalize(child.code) in parent_forms:
                 # A no-op (same code up to layout and comments) is no new program: it is not run, does
                 # not join the pool, and the learner sees reward 0, so copying the parent earns nothing.
-                child.feedback, child.metrics = UNCHANGED, {"unchanged": 1.0}
+                child.feedback, child.metrics = UNCHANGED if job.operator == "edit" else SAME, {"unchanged": 1.0}
                 continue
             child.is_program = True
             programs.append(child)

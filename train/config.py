@@ -25,8 +25,9 @@ import yaml
 
 from population.config import PopulationConfig, SelectionConfig
 from population.selection import SELECTION_STRATEGIES
-from rollout.config import RolloutConfig
+from rollout.config import EvolutionConfig, RolloutConfig
 from rollout.engines import ENGINES
+from rollout.operators import OPERATORS
 from tasks import available_tasks
 from tasks.config import TaskConfig
 
@@ -118,6 +119,9 @@ class RunConfig:
     checkpoint_every: int = _rule(1, lambda v: v >= 0, "must be >= 0 (0 disables checkpoints)")
     # newest checkpoints kept on disk; older ones are deleted
     keep_checkpoints: int = _rule(2, lambda v: v >= 1, "must be >= 1")
+    # write the model and optimizer files in a background thread while the next epoch runs (the
+    # loop waits only for the copy to CPU memory); false: the loop waits for the whole write
+    async_checkpoint: bool = True
     # Budgets for fair comparisons (scripts/ablate.py): stop after the epoch that reaches either.
     # children generated (edited and evaluated); 0: no limit
     max_evaluations: int = _rule(0, lambda v: v >= 0, "must be >= 0 (0: no limit)")
@@ -150,6 +154,7 @@ class HelixConfig:
     selection: SelectionConfig = field(default_factory=SelectionConfig)
     run: RunConfig = field(default_factory=RunConfig)
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
+    evolution: EvolutionConfig = field(default_factory=EvolutionConfig)
 
 
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
@@ -169,6 +174,11 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
             return None
         inner = [a for a in args if a is not type(None)]
         return _coerce(value, inner[0], where)
+    if origin is dict:
+        key_tp, value_tp = typing.get_args(tp)
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {type(value).__name__} {value!r}")
+        return {_coerce(k, key_tp, f"{where} (a key)"): _coerce(v, value_tp, f"{where}.{k}") for k, v in value.items()}
     if origin is Literal:
         allowed = typing.get_args(tp)
         if value not in allowed:
@@ -217,11 +227,13 @@ def _build(cls: type, data: Any, prefix: str, source: str) -> Any:
     return cls(**kwargs)
 
 
-def _merge(base: dict, override: dict) -> dict:
+def _merge(base: dict, override: dict, depth: int = 0) -> dict:
+    """Sections merge key by key; a setting's value replaces the base's whole, a mapping too
+    (``evolution.operators``: the mix given is the mix run)."""
     out = dict(base)
     for key, value in override.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
+        if depth == 0 and isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value, 1)
         else:
             out[key] = value
     return out
@@ -270,6 +282,10 @@ def validate(cfg: HelixConfig, source: str = "<config>") -> HelixConfig:
         if value not in registry:
             raise ConfigError(f"{source}: {dotted} = {value!r} is not registered."
                               f"{_nearest(value, sorted(registry))} Valid: {sorted(registry)}")
+    for name in cfg.evolution.operators:
+        if name not in OPERATORS:
+            raise ConfigError(f"{source}: evolution.operators names {name!r}, which is not registered."
+                              f"{_nearest(name, sorted(OPERATORS))} Valid: {sorted(OPERATORS)}")
     if cfg.rollout.engine == "openai" and cfg.trainer.enabled:
         raise ConfigError(f"{source}: rollout.engine = 'openai' samples from a frozen policy behind an HTTP endpoint; "
                           "set trainer.enabled=false (EvoOnly) or use rollout.engine=vllm / hf to train")

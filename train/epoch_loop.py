@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from tqdm import tqdm
 from population.child import Child
 from rewards import Evaluator
 from rollout.engines import Completion, SamplingParams, build_engine, generate_streaming
+from rollout.operators import function_source, make_operator
 from rollout.prompts import PromptBuilder
 from tasks import load_task
 from train import console
@@ -30,7 +32,7 @@ from train.checkpoint import checkpoint_logs, load_checkpoint, save_checkpoint
 from train.children import BackgroundEvaluation
 from train.config import ConfigError, HelixConfig
 from train.distributed import DistInfo, broadcast, gather, shard
-from train.epoch_metrics import add_phase_times, epoch_metrics
+from train.epoch_metrics import add_phase_times, epoch_metrics, operator_metrics
 from train.evolution import Evolution
 from train.export import export_hf, export_state
 from train.learner import Learner, Sample
@@ -48,6 +50,10 @@ class Job:
     parent_code: str
     token_ids: list[int]
     tag: int = -1  # the parent's population-slot tag (its island), inherited by the children
+    operator: str = "edit"  # how its completions become children (rollout.operators)
+    mate_id: int | None = None  # crossover: the second parent
+    version: int = 0  # best_shot: the answer is version v{version} of the entry function
+    mate_code: str | None = None  # crossover: the second parent's program (a child equal to it is no new program)
 
 
 @dataclass
@@ -124,6 +130,7 @@ class HelixRun:
             console.quiet_environment()
         self._build_policy()
         self.start_epoch, evo_state = 0, None
+        self.pending_checkpoint = None  # a Future while an asynchronous checkpoint is being written
         if resume is not None:
             self.start_epoch, evo_state = load_checkpoint(resume, self.learner, info)
             if self.learner is not None and self.engine.needs_sync:  # the engine started from the base weights
@@ -132,6 +139,13 @@ class HelixRun:
                 raise ConfigError(f"{resume} is already at epoch {self.start_epoch} of trainer.epochs = "
                                   f"{cfg.trainer.epochs}; to train longer, resume with trainer.epochs=<more>")
         self.main = self._build_main(config_stem, evo_state) if info.is_main else None
+        mix = {name: w for name, w in cfg.evolution.operators.items() if w > 0}
+        self.operators = {name: make_operator(name, self.task.entry_function) for name in mix}
+        self.operator_weights = np.array(list(mix.values()), np.float64) / sum(mix.values())
+        self.edit = make_operator("edit", self.task.entry_function)  # crossover with no second parent in P_t
+        if "best_shot" in mix and function_source(self.task.initial_program, self.task.entry_function) is None:
+            raise ConfigError(f"evolution.operators: best_shot evolves one function, but {cfg.task.name}'s program "
+                              f"has no top-level def {self.task.entry_function}()")
 
     def _build_policy(self) -> None:
         cfg, info = self.cfg, self.info
@@ -213,14 +227,26 @@ class HelixRun:
         """Steps 1-2 (rank 0): sample B parents from P_t and build their eq.-5 prompts; every rank gets them."""
         jobs = None
         if self.main:
-            main, n_ancestors = self.main, self.cfg.rollout.n_ancestors
-            jobs = []
-            for j, parent in enumerate(main.evo.sample_parents(epoch.rng)):
-                sol = parent.solution
-                prompt = main.builder.build(sol, main.evo.archive.ancestors(sol.id, n_ancestors), sol.id)
+            main, jobs = self.main, []
+            parents = main.evo.sample_parents(epoch.rng)
+            names = list(self.operators)
+            # One operator: no draw, so the paper's edit-only run keeps its random stream exactly.
+            drawn = epoch.rng.choice(len(names), len(parents), p=self.operator_weights) if len(names) > 1 else [0] * len(parents)
+            for j, (parent, pick) in enumerate(zip(parents, drawn)):
+                sol, op = parent.solution, self.operators[names[pick]]
+                others = []
+                if op.extra_parents == "mate":
+                    mate = main.evo.mate(sol.id, parent.tag)
+                    others, op = ([mate], op) if mate is not None else ([], self.edit)
+                elif op.extra_parents == "shots":
+                    others = main.evo.shots(sol.id, parent.tag, self.cfg.evolution.best_shot_k)
+                ancestors = main.evo.archive.ancestors(sol.id, self.cfg.rollout.n_ancestors) if op.lineage else []
+                prompt = main.builder.build(sol, ancestors, sol.id, layout=op.layout(), others=others)
                 if prompt.dropped:  # metrics.jsonl: prompt_dropped
                     epoch.dropped.append({"prompt": j, "parent_id": sol.id, "dropped": list(prompt.dropped)})
-                jobs.append(Job(j, sol.id, sol.code, prompt.token_ids, parent.tag))
+                mate = others[0] if op.extra_parents == "mate" else None
+                jobs.append(Job(j, sol.id, sol.code, prompt.token_ids, parent.tag, op.name, mate.id if mate else None,
+                                len(others), mate.code if mate else None))
         epoch.jobs = broadcast(jobs, self.info)
 
     def generate(self, epoch: Epoch) -> None:
@@ -282,13 +308,14 @@ class HelixRun:
         stop = None
         if self.main:
             evo = self.main.evo
+            prior = evo.archive.best()  # what a child must beat to count as a new best
             with self._timed(epoch, "embed_select_time_s"):
                 ids = evo.add_children(epoch.children)
                 epoch.diversity, epoch.chosen = evo.select(epoch.number, epoch.rng)
             best = evo.archive.best()
             if best is not None:
                 self.main.run_dir.write_best(best.code, best.reward, best.id, best.epoch)
-            epoch.metrics = self._metrics(epoch, best.reward if best else None)
+            epoch.metrics = self._metrics(epoch, best.reward if best else None, prior.reward if prior else None)
             epoch.samples = [dict(epoch=epoch.number, solution_id=ids[i], parent_id=c.parent_id, reward=c.reward,
                                   feedback=c.feedback[:500], completion=c.completion)
                              for i, c in enumerate(epoch.children[: self.cfg.run.samples_per_epoch])]
@@ -298,11 +325,11 @@ class HelixRun:
                         or (run.time_budget_s and time.perf_counter() - self.t_start >= run.time_budget_s))
         epoch.stop = broadcast(stop, self.info)
 
-    def _metrics(self, epoch: Epoch, best_reward: float | None) -> dict:
+    def _metrics(self, epoch: Epoch, best_reward: float | None, prior_best: float | None) -> dict:
         evo = self.main.evo
         completions = [c for group in epoch.outputs for c in group]
         extra = dict(embedded=evo.embedded_last, prompt_items_dropped=sum(len(d["dropped"]) for d in epoch.dropped),
-                     prompt_dropped=epoch.dropped)
+                     prompt_dropped=epoch.dropped, **operator_metrics(epoch.children, prior_best))
         metrics = epoch_metrics(epoch.number, epoch.children, [len(c[0]) for c in completions],
                                 [bool(c[2]) for c in completions], evo.pool["reward"], epoch.diversity, epoch.chosen,
                                 best_reward, evo.archive.count(), epoch.train, extra=extra)
@@ -313,11 +340,13 @@ class HelixRun:
         """Step 8: checkpoint (all ranks: the learner may be sharded), then the log row. The checkpoint
         carries the epoch's row, so a kill between the two loses no row on resume."""
         cfg, n = self.cfg, epoch.number
-        with self._timed(epoch, "checkpoint_time_s"):
+        with self._timed(epoch, "checkpoint_time_s"):  # what the loop waits: all of it, or the staging
             if cfg.run.checkpoint_every and (n % cfg.run.checkpoint_every == 0 or n == cfg.trainer.epochs or epoch.stop):
-                save_checkpoint(self.main.run_dir.path if self.main else None, n, self.learner,
-                                self.main.evo if self.main else None, self.info, cfg.run.keep_checkpoints,
-                                logs=dict(metrics=epoch.metrics, samples=epoch.samples) if self.main else None)
+                self.wait_for_checkpoint()  # one write in flight at a time
+                self.pending_checkpoint = save_checkpoint(
+                    self.main.run_dir.path if self.main else None, n, self.learner, self.main.evo if self.main else None,
+                    self.info, cfg.run.keep_checkpoints, logs=dict(metrics=epoch.metrics, samples=epoch.samples)
+                    if self.main else None, asynchronous=cfg.run.async_checkpoint)
         if self.main:
             epoch.times["epoch_time_s"] = time.perf_counter() - epoch.start
             self.main.run_dir.log_metrics(add_phase_times(epoch.metrics, epoch.times))
@@ -327,8 +356,15 @@ class HelixRun:
                 self._say(f"[helix] budget reached after epoch {n} ({self.main.evo.archive.count() - 1} children); "
                           "stopping")
 
+    def wait_for_checkpoint(self) -> None:
+        """Block until the background checkpoint write, if any, is renamed into place (its errors raise here)."""
+        if isinstance(self.pending_checkpoint, Future):
+            self.pending_checkpoint.result()
+        self.pending_checkpoint = None
+
     def finish(self) -> Path | None:
         """Export the policy (sharded weights are gathered by all ranks, rank 0 writes) and close."""
+        self.wait_for_checkpoint()
         cfg, out = self.cfg, None
         sharded = self.learner is not None and self.learner.backend.sharded
         full = self.learner.full_state_dict() if cfg.run.export and sharded else None

@@ -19,6 +19,7 @@ from population.archive import Archive
 from population.child import Child
 from population.embedding import Embedder
 from population.knn_index import make_knn_index
+from population.pairing import choose_mate, choose_shots
 from population.sampling import sample_parents
 from population.selection import Pool, make_strategy
 from train.config import HelixConfig
@@ -109,6 +110,18 @@ class Evolution:
         rewards = self.archive.rewards(ids)
         slots = sample_parents(rewards, self.cfg.trainer.prompts_per_epoch, rng, mode=self.cfg.population.parent_sampling)
         return [Parent(self.archive.get(ids[s]), int(self.population["tag"][s])) for s in slots]
+
+    def mate(self, parent_id: int, tag: int):
+        """Crossover's second parent (population.pairing.choose_mate), or None."""
+        mate = choose_mate(parent_id, tag, self.population["id"], self.population["tag"], self.archive.get_embeddings)
+        return None if mate is None else self.archive.get(mate)
+
+    def shots(self, parent_id: int, tag: int, k: int) -> list:
+        """Best-shot's versions, worst first (population.pairing.choose_shots)."""
+        ids = sorted(set(self.population["id"].tolist()) | {parent_id})
+        rewards = dict(zip(ids, self.archive.rewards(ids).tolist()))
+        return [self.archive.get(i) for i in choose_shots(parent_id, tag, self.population["id"], self.population["tag"],
+                                                          rewards, k)]
 
     def add_children(self, children: list[Child]) -> list[int]:
         """Archive every child; programs also join the kNN index and the selection pool."""

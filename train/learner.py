@@ -122,6 +122,7 @@ class Learner:
 
         self.cfg = cfg
         self.info = info
+        self._ckpt_group = None  # the background checkpoint writer's process group (_checkpoint_group)
         self.pad_id = pad_id
         self.temperature = temperature
         self.settings = LossSettings(cfg.policy_loss, cfg.clip_ratio_low, cfg.clip_ratio_high, cfg.loss_agg_mode,
@@ -181,16 +182,35 @@ class Learner:
         (engine sync, export)."""
         return self.backend.full_state_dict()
 
-    def save_state(self, path: Path) -> None:
+    def save_state(self, path: Path, asynchronous: bool = False):
         """Collective: model + optimizer (the backend's own format: torch.distributed.checkpoint
         under ``dcp/``, each rank its shards, or DeepSpeed's under ``deepspeed/``) and the scheduler
-        and step flags (rank 0). Writes only inside ``path``, a directory the caller renames when done."""
+        and step flags (rank 0). Writes only inside ``path``, a directory the caller renames when done.
+        ``asynchronous``: return once the state is staged in CPU memory, with a Future for the
+        write (None where the backend writes synchronously: deepspeed)."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        self.backend.save(path)
+        future = None
+        if asynchronous:
+            future = self.backend.save_async(path, self._checkpoint_group())
+        else:
+            self.backend.save(path)
         if self.info.is_main:
             torch.save({"scheduler": self.scheduler.state_dict(), "moved": self.moved,
                         "strategy": self.strategy, "world": self.info.world}, path / "extra.pt")
+        return future
+
+    def _checkpoint_group(self):
+        """A gloo group of its own for the background writer: its collectives must not interleave
+        with the training thread's on the default group (created once, by every rank at its first
+        asynchronous save, which is collective)."""
+        import torch.distributed as dist
+
+        if not (dist.is_available() and dist.is_initialized()) or self.info.world == 1:
+            return None
+        if self._ckpt_group is None:
+            self._ckpt_group = dist.new_group(backend="gloo")
+        return self._ckpt_group
 
     def load_state(self, path: Path) -> None:
         path = Path(path)

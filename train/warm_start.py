@@ -1,5 +1,6 @@
 """Warm start: a short supervised fine-tune that teaches a small policy to answer in SEARCH/REPLACE
-edits that apply, keep the program running, and change something.
+edits that apply, keep the program running, and change something (and, when the run's operator mix
+asks for them, in rewrite and crossover's whole-program format).
 
 Why: the embedded 135M model, prompted cold, writes no edit that applies, so every reward ties and
 GRPO has nothing to learn from. The targets are made from the tasks' own starter programs (random
@@ -70,12 +71,41 @@ def _tasks(cfg) -> list[str]:
     return [t for t in cfg.warm_start.tasks.split(",") if t.strip()] or [cfg.task.name]
 
 
+TRAINABLE = ("edit", "rewrite", "crossover")  # operators whose answers the warm start can write
+
+
+def _operators(cfg) -> list[str]:
+    """The run's operators the warm start teaches, in the mix's order (best_shot answers are
+    left to the policy: a starter's entry function is often a thin wrapper, see README)."""
+    return [name for name, w in cfg.evolution.operators.items() if w > 0 and name in TRAINABLE] or ["edit"]
+
+
+def operator_plan(mix: dict[str, float], n: int) -> list[str]:
+    """Which operator each of ``n`` parent prompts teaches: shares as close to the mix's weights as
+    whole prompts allow (largest remainder), at least one each, and never crossover for prompt 0
+    (the starter: there is no second lineage yet; make_examples teaches an edit where crossover
+    has no usable mate, as the loop does). Deterministic, so the data needs no random draw."""
+    names = [k for k in mix if mix[k] > 0]
+    total = sum(mix[k] for k in names)
+    exact = {k: n * mix[k] / total for k in names}
+    counts = {k: max(1, int(exact[k])) for k in names}
+    while sum(counts.values()) < n:  # the most under-served operator gets the next prompt
+        counts[max(names, key=lambda k: (exact[k] - counts[k], -names.index(k)))] += 1
+    while sum(counts.values()) > n:  # more operators than prompts: the most over-served gives one back
+        counts[max(names, key=lambda k: (counts[k] - exact[k], -names.index(k)))] -= 1
+    plan = [k for k in names if k != "crossover" for _ in range(counts[k])]
+    plan[1:1] = ["crossover"] * counts.get("crossover", 0)
+    return plan[:n]
+
+
 def cache_key(cfg) -> str:
     """Hash of everything that decides the warm-started weights."""
     from tasks import load_task
 
     parts = {"version": RECIPE_VERSION, "base": cfg.model.policy, "recipe": asdict(cfg.warm_start),
              "prompt": [cfg.rollout.max_prompt_tokens, cfg.rollout.n_ancestors, cfg.task.timeout_s]}
+    if _operators(cfg) != ["edit"]:  # the edit-only default keeps the keys (and caches) it always had
+        parts["operators"] = _operators(cfg)
     for name in _tasks(cfg):
         task = load_task(name)
         parts[name] = [task.initial_program, task.prompt_description(cfg.rollout.description), task.prompt_template or ""]
@@ -121,9 +151,10 @@ def _valid_children(evaluator, parent: str, rng: np.random.Generator, want: int,
 def make_examples(cfg, tokenizer, rng: np.random.Generator, say=print) -> tuple[list[Example], dict]:
     """Parents (the starter and valid mutants of it) and, per parent, valid mutants as target answers."""
     from rewards import Evaluator
+    from rollout.operators import make_operator
     from rollout.prompts import PromptBuilder
     from tasks import load_task
-    from train.warm_start_data import answer_for
+    from train.warm_start_data import answer_for, combine
 
     ws = cfg.warm_start
     examples, stats, next_parent = [], {"drawn": 0, "valid": 0}, 0
@@ -140,14 +171,31 @@ def make_examples(cfg, tokenizer, rng: np.random.Generator, say=print) -> tuple[
         stats["drawn"] += drawn
         stats["valid"] += valid
         parents = [(root, [])] + [(Program(m.code, r.reward, r.valid, r.feedback), [root]) for m, r in kids]
-        for parent, ancestors in parents:
-            prompt = builder.build(parent, ancestors)
-            answers, drawn, valid = _valid_children(evaluator, parent.code, rng, ws.answers_per_parent,
-                                                    3 * ws.answers_per_parent, set(seen) | {parent.code})
+        mix = {k: cfg.evolution.operators[k] for k in _operators(cfg)} if _operators(cfg) != ["edit"] else {"edit": 1.0}
+        plan = operator_plan(mix, len(parents))
+        for i, ((parent, ancestors), op) in enumerate(zip(parents, plan)):
+            others, start = [], parent.code
+            if op == "crossover":  # the mate: the next mutant; the first answer carries both changes
+                mate = parents[1 + i % (len(parents) - 1)][0] if len(parents) > 2 else None
+                both = combine(root.code, parent.code, mate.code) if mate else None
+                result = evaluator.evaluate(both.code) if both else None
+                if result is None or not (result.valid and result.reward > 0):
+                    op = "edit"  # as the loop does when it has no mate: the changes clash or break the program
+                else:
+                    others, start = [mate], both.code
+            prompt = builder.build(parent, ancestors, layout=make_operator(op, task.entry_function).layout(),
+                                   others=others)
+            want = ws.answers_per_parent - (1 if others else 0)
+            answers, drawn, valid = _valid_children(evaluator, start, rng, want, 3 * ws.answers_per_parent,
+                                                    set(seen) | {parent.code, start})
+            if others:
+                answers = [(both, result)] + answers
             stats["drawn"] += drawn
             stats["valid"] += valid
+            stats.setdefault("operators", {}).setdefault(op, 0)
+            stats["operators"][op] += 1
             for m, _ in answers:
-                text = answer_for(parent.code, m)
+                text = answer_for(parent.code, m, op, task.entry_function)
                 ids = tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
                 examples.append(Example(name, next_parent, prompt.token_ids, text, ids))
             next_parent += 1
@@ -245,7 +293,8 @@ def build(cfg, out: Path, progress: bool = True) -> Path:
     summary = {"key": out.name, "recipe_version": RECIPE_VERSION, "base": cfg.model.policy, "tasks": _tasks(cfg),
                "recipe": asdict(cfg.warm_start), "examples": len(examples),
                "parents": len({(e.task, e.parent) for e in examples}), "mutations_drawn": stats["drawn"],
-               "mutations_valid": stats["valid"], "loss_first": losses[0], "loss_last": losses[-1], "losses": losses,
+               "mutations_valid": stats["valid"], "prompts_by_operator": stats.get("operators", {}),
+               "loss_first": losses[0], "loss_last": losses[-1], "losses": losses,
                "data_s": round(t_data, 1), "total_s": round(time.perf_counter() - start, 1)}
     (tmp / "warm_start.json").write_text(json.dumps(summary, indent=1))
     with open(tmp / "warm_start_data.jsonl", "w") as f:

@@ -1,10 +1,12 @@
 """Synthetic edits for the warm start: small random mutations of a task's starter program, written as
-the SEARCH/REPLACE answers the policy must learn to give.
+the answers the policy must learn to give.
 
 Pure text in, text out (no model, no sandbox): ``mutate`` changes one to three numeric literals, or
 swaps or drops a line, inside the program's EVOLVE block when it has one; ``answer_for`` writes the
-``<think>``/``<answer>`` completion with ``rollout.edits.make_diff``, so every target applies to its
-parent exactly as a policy answer would.
+``<think>``/``<answer>`` completion in an operator's format (SEARCH/REPLACE blocks by
+``rollout.edits.make_diff`` for ``edit``, one fenced program for ``rewrite`` and ``crossover``) and
+checks that the operator turns it back into the child exactly, as a policy answer would be turned.
+``combine`` makes crossover targets: one parent with the other's change applied.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rollout.edits import apply_edits, make_diff, parse_edits
+from rollout.edits import EditError, apply_edits, make_diff, parse_edits
+from rollout.operators import make_operator
 
 _EVOLVE = re.compile(r"#\s*EVOLVE-BLOCK-START\s*\n(.*?)#\s*EVOLVE-BLOCK-END", re.DOTALL)
 
@@ -109,9 +112,29 @@ def mutate(code: str, rng: np.random.Generator, line_prob: float = 0.2) -> Mutat
     return Mutation(code, "Try " + ", ".join(reversed(reasons)) + ".")
 
 
-def answer_for(parent: str, child: Mutation) -> str:
-    """The completion a policy should give to turn ``parent`` into ``child.code``; checked to apply."""
-    diff = make_diff(parent, child.code)
-    if apply_edits(parent, parse_edits(diff)) != child.code:  # make_diff's contract; never train on a bad target
-        raise ValueError("make_diff produced blocks that do not rebuild the child")
-    return f"<think>\n{child.reason}\n</think>\n<answer>\n{diff}</answer>"
+def answer_for(parent: str, child: Mutation, operator: str = "edit", entry_function: str = "") -> str:
+    """The completion a policy should give to turn ``parent`` into ``child.code`` under ``operator``;
+    checked to rebuild the child through the operator itself, so no target is one the loop would reject."""
+    if operator == "edit":
+        body = make_diff(parent, child.code)
+        if apply_edits(parent, parse_edits(body)) != child.code:  # make_diff's contract
+            raise ValueError("make_diff produced blocks that do not rebuild the child")
+    elif operator in ("rewrite", "crossover"):
+        body = f"```python\n{child.code.rstrip()}\n```\n"
+        if make_operator(operator, entry_function).child(parent, body) != child.code.rstrip() + "\n":
+            raise ValueError(f"the {operator} answer does not rebuild the child")
+    else:
+        raise ValueError(f"no warm-start answers for operator {operator!r} (edit, rewrite, crossover)")
+    return f"<think>\n{child.reason}\n</think>\n<answer>\n{body}</answer>"
+
+
+def combine(root: str, first: str, second: str) -> Mutation | None:
+    """Crossover's target: ``first`` with ``second``'s change (both mutants of ``root``) applied too;
+    None when the two changes touch the same lines."""
+    try:
+        code = apply_edits(first, parse_edits(make_diff(root, second)))
+    except EditError:
+        return None
+    if code in (first, second):
+        return None
+    return Mutation(code, "Keep A's change and add B's.")

@@ -42,6 +42,8 @@ def main() -> None:
     ap.add_argument("--zero-stage", type=int, default=3)
     ap.add_argument("--ppo-mini-batches", type=int, default=1)
     ap.add_argument("--bf16", action="store_true")
+    ap.add_argument("--dtype", default="float32", help="model.dtype: the dtype the policy is loaded in")
+    ap.add_argument("--lr", type=float, default=1e-2)
     ap.add_argument("--offload", action="store_true")
     ap.add_argument("--gradient-checkpointing", action="store_true")
     ap.add_argument("--generate", action="store_true",
@@ -50,10 +52,10 @@ def main() -> None:
     args = ap.parse_args()
     info = init_distributed(single_process_group=needs_process_group(args.strategy))
     torch.manual_seed(0)
-    model, tok = load_policy("tiny-random", "float32", None, seed=0)
+    model, tok = load_policy("tiny-random", args.dtype, None, seed=0)
     if args.gradient_checkpointing:
         model.gradient_checkpointing_enable()
-    cfg = TrainerConfig(lr=1e-2, grad_clip=1e9, strategy=args.strategy, micro_batch_size=2,
+    cfg = TrainerConfig(lr=args.lr, grad_clip=1e9, strategy=args.strategy, micro_batch_size=2,
                         max_tokens_per_micro_batch=args.token_budget, lr_warmup_steps=2,
                         zero_stage=args.zero_stage, ppo_mini_batches=args.ppo_mini_batches, bf16=args.bf16,
                         offload_params=args.offload)
