@@ -142,7 +142,7 @@ def lineage_layout(tree: LineageTree) -> dict[int, tuple[float, float]]:
     return pos
 
 
-def plot_lineage(tree: LineageTree) -> Figure:
+def plot_lineage(tree: LineageTree, what: str = "the best solution") -> Figure:
     """The best solution's ancestors (top row) and their siblings, coloured by reward;
     invalid solutions are grey crosses. Every node is labelled with its id and reward."""
     pos = lineage_layout(tree)
@@ -188,7 +188,7 @@ def plot_lineage(tree: LineageTree) -> Figure:
     ax.set_xlabel("generation (0 = root)")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_yticks([])
-    ax.set_title(f"Lineage of the best solution #{tree.best_id}: ancestors (top row) and siblings", fontsize=10)
+    ax.set_title(f"Lineage of {what} #{tree.best_id}: ancestors (top row) and siblings", fontsize=10)
     return fig
 
 
@@ -381,7 +381,7 @@ def build_report(run_dir: str | Path, out: str | Path | None = None, execute: bo
                 except KeyError:
                     raise rd.RunDirError(f"--lineage {sid}: the archive holds no solution {sid}") from None
                 tree = rd.lineage_tree(arch, sid)
-                add(f"Lineage of solution #{sid}", f"lineage-{sid}.png", plot_lineage(tree),
+                add(f"Lineage of solution #{sid}", f"lineage-{sid}.png", plot_lineage(tree, "solution"),
                     [f"made by {sol.operator} in epoch {sol.epoch}, reward {sol.reward:.6g}"
                      + (f"; second parent #{sol.second_parent_id} (dashed)" if sol.second_parent_id is not None else "")])
         fig, notes = best_rendering(run, best, execute)

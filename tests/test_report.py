@@ -238,6 +238,9 @@ def test_report_draws_the_lineage_of_any_solution_asked_for(tmp_path, capsys):
     assert f"Lineage of solution #{x}" in text and f"made by crossover in epoch 3, reward 1.7; second parent #{ids['b2']}" in text
     png = (run / "report" / f"lineage-{x}.png").read_bytes()
     assert png.startswith(PNG_MAGIC) and png in _images(text)
+    with rd.ReadOnlyArchive(run / "archive.sqlite") as arch:
+        title = report.plot_lineage(rd.lineage_tree(arch, x), "solution").axes[0].get_title()
+    assert title.startswith(f"Lineage of solution #{x}:")  # not "the best solution"
     assert report.main([str(run), "--no-exec", "--lineage", "999"]) == 2
     assert "--lineage 999: the archive holds no solution 999" in capsys.readouterr().err
 
