@@ -130,3 +130,28 @@ def test_bench_checkpoint_runs_both_modes_through_the_loop(capsys):
     assert len(rows) == 2 and all(" GB |" in r for r in rows)
     waited = re.search(r"async waits ([\d.]+)% of the synchronous time", out)
     assert waited and float(waited.group(1)) > 0
+
+
+def test_an_error_in_the_loop_lets_the_checkpoint_in_flight_finish(tmp_path, monkeypatch):
+    """An exception (or Ctrl-C) right after an asynchronous checkpoint was started: the write is
+    finished and renamed before the error leaves the loop, so --resume starts from that epoch."""
+    from train import run_dir
+    from train.helix import main
+
+    class Killed(Exception):
+        pass
+
+    def dies_at_epoch_2(self, metrics):
+        if metrics["epoch"] == 2:
+            raise Killed
+        logged(self, metrics)
+
+    logged = run_dir.RunDir.log_metrics
+    monkeypatch.setattr(run_dir.RunDir, "log_metrics", dies_at_epoch_2)
+    tiny = ["model.policy=tiny-random", "warm_start.enabled=false", "rollout.engine=hf", "rollout.max_new_tokens=8",
+            "rollout.group_size=2", "trainer.prompts_per_epoch=1", "population.size=4", "task.eval_workers=1",
+            "trainer.epochs=3", "run.export=false", "run.progress=false", f"run.output_dir={tmp_path}", "run.name=cut"]
+    with pytest.raises(Killed):
+        main(["--config", str(ROOT / "configs" / "quickstart.yaml"), *tiny])
+    assert [p.name for p in checkpoint_dirs(tmp_path / "cut")] == ["epoch-000001", "epoch-000002"]
+    assert (tmp_path / "cut" / "checkpoints" / "epoch-000002" / "learner" / "dcp" / ".metadata").is_file()

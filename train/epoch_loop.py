@@ -196,16 +196,22 @@ class HelixRun:
         epochs = range(self.start_epoch + 1, self.cfg.trainer.epochs + 1)
         if self.progress:
             epochs = tqdm(epochs, desc="epochs", position=0, initial=self.start_epoch, total=self.cfg.trainer.epochs)
-        for number in epochs:
-            epoch = Epoch(number, np.random.default_rng([self.cfg.run.seed, number]))
-            self.prompts(epoch)
-            self.generate(epoch)
-            self.evaluate(epoch)
-            self.grpo_step(epoch)
-            self.archive_and_select(epoch)
-            self.log_and_checkpoint(epoch)
-            if epoch.stop:
-                break
+        try:
+            for number in epochs:
+                epoch = Epoch(number, np.random.default_rng([self.cfg.run.seed, number]))
+                self.prompts(epoch)
+                self.generate(epoch)
+                self.evaluate(epoch)
+                self.grpo_step(epoch)
+                self.archive_and_select(epoch)
+                self.log_and_checkpoint(epoch)
+                if epoch.stop:
+                    break
+        except BaseException:
+            # An error or Ctrl-C: let a checkpoint being written finish, so --resume starts from it.
+            with contextlib.suppress(Exception):
+                self.wait_for_checkpoint()
+            raise
         return self.finish()
 
     @contextlib.contextmanager
@@ -346,7 +352,7 @@ class HelixRun:
                 self.pending_checkpoint = save_checkpoint(
                     self.main.run_dir.path if self.main else None, n, self.learner, self.main.evo if self.main else None,
                     self.info, cfg.run.keep_checkpoints, logs=dict(metrics=epoch.metrics, samples=epoch.samples)
-                    if self.main else None, asynchronous=cfg.run.async_checkpoint)
+                    if self.main else None, asynchronous=cfg.run.async_checkpoint and self.learner is not None)
         if self.main:
             epoch.times["epoch_time_s"] = time.perf_counter() - epoch.start
             self.main.run_dir.log_metrics(add_phase_times(epoch.metrics, epoch.times))
