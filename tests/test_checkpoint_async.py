@@ -155,3 +155,9 @@ def test_an_error_in_the_loop_lets_the_checkpoint_in_flight_finish(tmp_path, mon
         main(["--config", str(ROOT / "configs" / "quickstart.yaml"), *tiny])
     assert [p.name for p in checkpoint_dirs(tmp_path / "cut")] == ["epoch-000001", "epoch-000002"]
     assert (tmp_path / "cut" / "checkpoints" / "epoch-000002" / "learner" / "dcp" / ".metadata").is_file()
+    import wandb
+
+    # The failed run's wandb run is finished, so the next run in this process gets its own (a live
+    # one made the next wandb.init hand back this run, and the next run dir had no .wandb file).
+    assert wandb.run is None
+    assert list((tmp_path / "cut" / "wandb").glob("offline-run-*/*.wandb"))

@@ -211,6 +211,10 @@ class HelixRun:
             # An error or Ctrl-C: let a checkpoint being written finish, so --resume starts from it.
             with contextlib.suppress(Exception):
                 self.wait_for_checkpoint()
+            if self.main:  # finish the wandb run as failed, so a later run in this process starts its own
+                with contextlib.suppress(Exception):
+                    self.main.evo.archive.close()
+                    self.main.run_dir.close(exit_code=1)
             raise
         return self.finish()
 

@@ -133,9 +133,10 @@ class RunDir:
         header = f"# HELIX best program: reward {reward:.10g}, solution {solution_id}, found in epoch {epoch}\n"
         atomic_write(self.path / "best_program.py", header + code)
 
-    def close(self) -> None:
+    def close(self, exit_code: int = 0) -> None:
         if self._wandb is not None:
-            self._wandb.finish()
+            self._wandb.finish(exit_code=exit_code)
+            self._wandb = None
 
 
 def table_header() -> str:
