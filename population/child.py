@@ -26,6 +26,12 @@ class Child:
     second_parent_id: int | None = None  # crossover: the other parent
 
 
+    @property
+    def scored(self) -> bool:
+        """False when the evaluation infrastructure lost the program (status "infra"): it has no
+        reward at all, so it stays out of its GRPO group, the selection pool and reward statistics."""
+        return not self.metrics.get("infra_error")
+
     def archive_row(self) -> dict:
         """The columns the archive stores (is_program and tag live in the selection pool)."""
         return dict(parent_id=self.parent_id, epoch=self.epoch, code=self.code, reward=self.reward, valid=self.valid,

@@ -131,6 +131,12 @@ def enter_pid_namespace() -> None:
         data = os.read(read_end, 32)
         _exit_like(int(data) if data.strip().isdigit() else init_status)
     os.close(read_end)
+    try:  # init dies with the runner (itself killed when its evaluator dies), and takes the program with it
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+    except (OSError, AttributeError):
+        pass
     program = os.fork()
     if program == 0:  # PID 2: carry on as the runner
         os.close(write_end)

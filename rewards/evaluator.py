@@ -16,10 +16,12 @@ import signal
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
-from rewards.sandbox import RunResult, run_program
+from rewards.sandbox import InfraError, RunResult, run_program
 
 FEEDBACK_LIMIT = 2000
-STATUSES = ("ok", "invalid", "error", "timeout", "crash", "bad_output")
+# "infra": the evaluation infrastructure lost the program twice (rewards.ray_eval); no result exists,
+# so the child is not scored: it is left out of its GRPO group and of selection.
+STATUSES = ("ok", "invalid", "error", "timeout", "crash", "bad_output", "infra")
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,21 @@ class Evaluation:
     metrics: dict[str, float] = field(default_factory=dict)
     eval_time_s: float = 0.0
     status: str = "ok"  # one of STATUSES
+
+
+EVAL_BACKENDS = ("local", "ray")
+
+
+def make_runner(backend: str, task, address: str = "", workers: int = 0):
+    """What runs one program for ``task.eval_backend``: the local sandbox, or a Ray cluster's workers
+    (connected here, so an unreachable cluster fails before the run starts)."""
+    if backend == "local":
+        return run_program
+    if backend == "ray":
+        from rewards.ray_eval import RayRunner
+
+        return RayRunner(address, task.data_files, num_cpus=workers or None)
+    raise ValueError(f"unknown eval backend {backend!r}; choose one of {', '.join(EVAL_BACKENDS)}")
 
 
 def _bounded(text: str, limit: int = FEEDBACK_LIMIT) -> str:
@@ -57,11 +74,15 @@ class Evaluator:
     """A thread pool whose threads each drive one sandboxed subprocess (the GIL is no bottleneck)."""
 
     def __init__(self, task, workers: int | None = None, timeout_s: float | None = None, memory_mb: int | None = None,
-                 cascade: bool | None = None):
+                 cascade: bool | None = None, runner=None):
         """``cascade``: None follows the task (on when task.yaml sets cascade_entry); False turns it
-        off; True requires the task to have one."""
+        off; True requires the task to have one. ``runner``: what runs one program, called like
+        ``run_program`` (default: a sandbox on this machine; ``rewards.ray_eval.RayRunner``: on a Ray
+        cluster, and then ``workers`` defaults to the cluster's CPUs)."""
         self.task = task
-        self.workers = int(workers) if workers is not None else (os.cpu_count() or 1)
+        self.runner = runner if runner is not None else run_program
+        default = self.runner.cpus() if hasattr(self.runner, "cpus") else (os.cpu_count() or 1)
+        self.workers = int(workers) if workers is not None else default
         self.timeout_s = float(timeout_s) if timeout_s is not None else float(task.timeout_s)
         self.memory_mb = int(memory_mb) if memory_mb is not None else int(task.memory_mb)
         for name, value in (("workers", self.workers), ("timeout_s", self.timeout_s), ("memory_mb", self.memory_mb)):
@@ -73,13 +94,26 @@ class Evaluator:
         # A stage-1 limit at or above the (possibly overridden) full limit would only add cost.
         self.cascade = has_cascade and cascade is not False and task.cascade_timeout_s < self.timeout_s
 
+    def close(self) -> None:
+        """Release the runner (a Ray session this evaluator started)."""
+        if hasattr(self.runner, "close"):
+            self.runner.close()
+
     def _run(self, code: str, entry: str, timeout_s: float) -> RunResult:
-        return run_program(code, entry, timeout_s, self.memory_mb, harness=self.task.harness,
+        return self.runner(code, entry, timeout_s, self.memory_mb, harness=self.task.harness,
                            files=self.task.data_files)
 
     def evaluate(self, code: str) -> Evaluation:
         """Stage 1 (cascade tasks only): the cheap check; its failure is final, its result unused.
-        Then the full run, scored by the task's verifier."""
+        Then the full run, scored by the task's verifier. An infrastructure failure (the runner
+        raises InfraError) gives status "infra" and no reward: the program was never judged."""
+        try:
+            return self._evaluate(code)
+        except InfraError as err:
+            return Evaluation(0.0, False, f"not evaluated: {err}. This is an infrastructure failure, not the "
+                              "program's; it is not scored.", {"infra_error": 1.0}, 0.0, "infra")
+
+    def _evaluate(self, code: str) -> Evaluation:
         spent = 0.0
         if self.cascade:
             limit = self.task.cascade_timeout_s

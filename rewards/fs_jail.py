@@ -55,7 +55,7 @@ except (OSError, AttributeError):
     _libc = None
 
 
-PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 24, 38
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
 
 
 def _last_cap() -> int:
@@ -188,3 +188,13 @@ def enter(p: Plan) -> bool:
         _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     return True
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """SIGKILL this process when the thread that started it dies (an evaluator, or a Ray worker,
+    killed mid-run), so no sandbox outlives its supervisor; exits at once if that already happened.
+    Call it after the last uid change: the kernel clears the setting when credentials change."""
+    if _libc is not None:
+        _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
+    if os.getppid() != parent_pid:
+        os._exit(1)

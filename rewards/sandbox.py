@@ -100,6 +100,11 @@ class RunResult:
     pids_capped: bool = False  # it ran in a pids cgroup of its own (at most SANDBOX_NPROC tasks)
 
 
+class InfraError(RuntimeError):
+    """Raised by a runner (rewards.ray_eval) when the infrastructure, not the program, failed: no
+    result exists, so the evaluator records status "infra" instead of judging the program."""
+
+
 @dataclass(frozen=True)
 class Isolation:
     network: bool  # programs get their own, empty network namespace
@@ -251,7 +256,9 @@ def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, work
             os.setuid(ids[0])
         for res, value in limits:
             resource.setrlimit(res, value)
+        fs_jail.die_with_parent(parent)
 
+    parent = os.getpid()
     return apply
 
 

@@ -41,10 +41,14 @@ class RolloutConfig:
     vllm_workspace: str = ""  # caches and the tiny-random model directory; empty: <model.cache_dir>/vllm-workspace
     # openai engine (rollout.engine: openai): a frozen policy behind an OpenAI-compatible server (EvoOnly).
     openai_base_url: str = "http://127.0.0.1:8000/v1"
-    openai_model: str = ""  # empty: model.policy
+    # empty: the server's model when it serves exactly one, else model.policy (checked before the run starts)
+    openai_model: str = ""
     openai_api_key_env: str = "OPENAI_API_KEY"  # the environment variable holding the key (may be unset)
-    openai_timeout_s: float = _rule(120.0, lambda v: v > 0, "must be > 0")  # per request
-    # on connection errors, 429 and 5xx, with exponential backoff
+    # Seconds the server may stay silent. Answers are streamed, so this bounds the wait for the next
+    # chunk (the first token included), not the whole answer: no max_new_tokens scaling is needed,
+    # and a slow server that keeps streaming is never cut off or sent the same request again.
+    openai_timeout_s: float = _rule(120.0, lambda v: v > 0, "must be > 0")
+    # on connection errors, silences (openai_timeout_s), 429 and 5xx, with exponential backoff
     openai_max_retries: int = _rule(4, lambda v: v >= 0, "must be >= 0")
 
 

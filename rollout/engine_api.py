@@ -6,6 +6,11 @@ is true, where ``weights`` is the FULL (unsharded) policy state with Hugging Fac
 mapping or an iterable of ``(name, tensor)`` pairs (``Learner.full_state_dict()`` gives it under
 none/ddp/fsdp2/deepspeed alike). An engine that samples from the trainer's own module (hf) has
 nothing to copy and says so with ``needs_sync = False``, so the loop skips the gather.
+
+Two optional class attributes: ``needs_weights = False`` says the engine samples from a model the
+loop does not hold (openai: the server's), so an EvoOnly run loads only the tokenizer and exports
+nothing; a ``preflight(rollout, **context)`` classmethod checks what needs no model (is the server
+up?) before the run loads or writes anything, and may pin ``rollout`` fields it resolves.
 """
 
 from __future__ import annotations
@@ -122,6 +127,18 @@ def build_engine(name: str, rollout: RolloutConfig | None = None, **context) -> 
     if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
         context = {k: v for k, v in context.items() if k in params}
     return factory(**context)
+
+
+def engine_needs_weights(name: str) -> bool:
+    """Whether engine ``name`` samples from the policy weights the loop loads (see the module docstring)."""
+    return bool(getattr(ENGINES.get(name), "needs_weights", True))
+
+
+def preflight_engine(name: str, rollout: RolloutConfig, **context) -> None:
+    """Engine ``name``'s ``preflight(rollout, **context)``, when it has one; before anything loads."""
+    preflight = getattr(ENGINES.get(name), "preflight", None)
+    if preflight is not None:
+        preflight(rollout, **context)
 
 
 def weight_items(weights: Weights, tied_embeddings: bool) -> Iterator[tuple[str, torch.Tensor]]:

@@ -13,8 +13,10 @@ from rollout.engine_api import (  # noqa: F401
                                 SamplingParams,
                                 Weights,
                                 build_engine,
+                                engine_needs_weights,
                                 generate_streaming,
                                 parse_stop,
+                                preflight_engine,
                                 register_engine,
 )
 from rollout.hf_engine import HFEngine  # noqa: F401

@@ -1,3 +1,4 @@
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -5,9 +6,25 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Ray's single-node mode: the loopback clusters of tests/test_ray_eval.py keep every address on
+# 127.0.0.1. Ray reads it when first imported (verl imports it), so it is set before anything.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+# A throwaway loopback cluster needs no token (Ray >= 2.59 turns token auth on by default, and a
+# token cached by an earlier Ray session in this process would not match a new head's).
+os.environ["RAY_AUTH_MODE"] = "disabled"
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+
+def load_script(name: str):
+    """scripts/NAME.py as a module (scripts/ is not a package): ``from conftest import load_script``."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the file executes
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,6 @@
 """scripts/bench_trainer_gpu.py: the FLOP/MFU arithmetic by hand, and a 2-rank CPU smoke run of the
 tiny shape under FSDP2 and DeepSpeed (the GPU numbers themselves need a GPU node)."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -9,16 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "bench_trainer_gpu.py"
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_trainer_gpu", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_trainer_gpu")
 
 
 def test_mfu_arithmetic_by_hand():

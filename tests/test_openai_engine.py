@@ -1,6 +1,7 @@
 """The openai engine against a stub OpenAI-compatible server on loopback, started by the test:
-request contents, grouping, truncation, retries with backoff, timeouts, clear errors, and an
-EvoOnly run of the whole loop whose children come from the server."""
+request contents, grouping, truncation, retries with backoff, streamed answers and what times
+out, clear errors, the endpoint check before a run (no server: one line, no run directory), and an
+EvoOnly run of the whole loop whose children come from the server, with no policy weights loaded."""
 
 from __future__ import annotations
 
@@ -8,22 +9,29 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
+import yaml
 
+from rollout.config import RolloutConfig
 from rollout.engine_api import SamplingParams
 from rollout.openai_engine import EndpointError, OpenAIEngine
 
 
 class Stub:
     """What the server does: fail the first ``fail`` requests with ``fail_status``, sleep, then
-    answer every prompt with ``texts`` (cycled) and ``finish`` reasons."""
+    answer every prompt with ``texts`` (cycled) and ``finish`` reasons: streamed when the request
+    asks (``stream``), each text in ``pieces`` chunks ``chunk_sleep_s`` apart, the first
+    ``cut_streams`` streams dropped halfway. ``GET /v1/models`` lists ``models`` (None: 404)."""
 
     def __init__(self):
-        self.requests, self.headers = [], []
+        self.requests, self.headers, self.gets = [], [], []
         self.fail, self.fail_status, self.sleep_s = 0, 503, 0.0
         self.texts, self.finish = ["hello"], ["stop"]
         self.token_ids = None  # per choice, cycled, when the server returns token ids
+        self.stream, self.pieces, self.chunk_sleep_s, self.cut_streams = True, 1, 0.0, 0
+        self.models, self.models_status = ["my-model"], 200
 
 
 @pytest.fixture()
@@ -33,6 +41,15 @@ def server():
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):
             pass
+
+        def do_GET(self):
+            stub.gets.append(self.path)
+            if self.path != "/v1/models" or stub.models is None:
+                self._send(404, {"error": {"message": "not found"}})
+            elif stub.models_status != 200:
+                self._send(stub.models_status, {"error": {"message": "invalid api key"}})
+            else:
+                self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in stub.models]})
 
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -48,7 +65,40 @@ def server():
             if stub.token_ids:
                 for i, choice in enumerate(choices):
                     choice["token_ids"] = stub.token_ids[i % len(stub.token_ids)]
-            self._send(200, {"id": "cmpl-1", "object": "text_completion", "choices": choices[::-1]})
+            if body.get("stream") and stub.stream:
+                self._stream(choices)
+            else:
+                self._send(200, {"id": "cmpl-1", "object": "text_completion", "choices": choices[::-1]})
+
+        def _stream(self, choices):
+            """Server-sent events as vLLM sends them: one chunk per piece of a choice's text, the
+            choices interleaved, the finish reason on a choice's last chunk, then [DONE]."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+            self.end_headers()
+            events = []
+            for k in range(stub.pieces):
+                for choice in choices:
+                    text, n = choice["text"], len(choice["text"])
+                    part = text[n * k // stub.pieces: n * (k + 1) // stub.pieces]
+                    event = {"index": choice["index"], "text": part, "finish_reason": None}
+                    if k == stub.pieces - 1:
+                        event["finish_reason"] = choice["finish_reason"]
+                    if "token_ids" in choice:
+                        event["token_ids"] = choice["token_ids"] if k == stub.pieces - 1 else []
+                    events.append(event)
+            cut = stub.cut_streams > 0
+            stub.cut_streams -= cut
+            try:
+                for i, event in enumerate(events):
+                    if cut and i == len(events) // 2:
+                        return  # the connection drops mid-answer
+                    self.wfile.write(f"data: {json.dumps({'id': 'cmpl-1', 'choices': [event]})}\n\n".encode())
+                    self.wfile.flush()
+                    time.sleep(stub.chunk_sleep_s)
+                self.wfile.write(b"data: [DONE]\n\n")
+            except (BrokenPipeError, ConnectionResetError):
+                pass
 
         def _send(self, status, payload):
             data = json.dumps(payload).encode()
@@ -91,7 +141,8 @@ def test_requests_carry_the_sampling_settings_and_choices_are_grouped(server, to
     assert [p for p, _ in server.requests] == ["/v1/completions"] * 2
     for i, body in enumerate(bodies):
         assert body == {"model": "my-model", "prompt": tokenizer.decode(prompts[i]), "n": 3, "temperature": 0.7,
-                        "top_p": 0.9, "max_tokens": 20, "stop": ["</answer>"], "seed": 5 + i * 3}  # seed + i*n: choice j takes + j
+                        "top_p": 0.9, "max_tokens": 20, "stop": ["</answer>"], "seed": 5 + i * 3,  # seed + i*n: choice j takes + j
+                        "stream": True}
     assert all(h["Authorization"] == "Bearer sk-test" for h in server.headers)
 
 
@@ -154,19 +205,30 @@ def test_training_with_the_openai_engine_is_a_config_error():
 
 
 @pytest.mark.slow
-def test_an_evo_only_run_evaluates_the_servers_edits(server, tmp_path):
-    """The loop end to end with the server as the policy: its SEARCH/REPLACE answers become
-    evaluated children with lineage."""
+def test_an_evo_only_run_evaluates_the_servers_edits(server, tmp_path, monkeypatch):
+    """The loop end to end with the server as the policy: its SEARCH/REPLACE answers, streamed in
+    pieces, become evaluated children with lineage. The run loads no policy weights (only the
+    tokenizer) and exports nothing; config.yaml names the model the server serves."""
     from test_e2e import run_helix  # tests/ is on sys.path (pytest rootdir conftest)
 
+    import train.epoch_loop
     from population.archive import Archive
     from tasks import load_task
 
+    def no_weights(*args, **kwargs):
+        raise AssertionError("an EvoOnly run over rollout.engine=openai loaded the policy weights")
+
+    monkeypatch.setattr(train.epoch_loop, "load_policy", no_weights)
+    monkeypatch.setattr(train.epoch_loop, "export_hf", no_weights)
     first = next(line for line in load_task("circle_packing_26").initial_program.splitlines() if line.strip())
     server.texts = [f"<answer>\n<<<<<<< SEARCH\n{first}\n=======\n{first}\nimport math\n>>>>>>> REPLACE\n</answer>",
                     "no edit here"]
+    server.pieces = 3
     run = run_helix(tmp_path, "rollout.engine=openai", f"rollout.openai_base_url={server.url}", "trainer.enabled=false",
                     "trainer.epochs=1")
+    assert not (run / "export").exists()
+    assert yaml.safe_load((run / "config.yaml").read_text())["rollout"]["openai_model"] == "my-model"  # the served one
+    assert server.gets == ["/v1/models"] and all(body["stream"] for _, body in server.requests)
     with Archive(run / "archive.sqlite") as arch:
         ids = [int(i) for i in arch.all_ids()]
         root, children = arch.get(ids[0]), [arch.get(i) for i in ids[1:]]
@@ -184,3 +246,105 @@ def test_token_ids_from_the_server_are_used_when_it_sends_them(server, tokenizer
     out = engine(server, tokenizer).generate([[1, 2]], SamplingParams(n=2, max_new_tokens=4))
     assert [c.token_ids for c in out[0]] == [[7, 8, 9], [7, 8, 9]]
     assert [c.text for c in out[0]] == ["hello", "hello"]
+
+
+def test_a_slow_stream_does_not_time_out(server, tokenizer):
+    """The timeout bounds a silence, not an answer: 2 choices x 6 pieces 0.15 s apart take 1.8 s,
+    six times the 0.3 s timeout, and arrive whole from one request (nothing is resent)."""
+    server.texts, server.finish = ["a long answer, slowly streamed", "another one"], ["length", "stop"]
+    server.pieces, server.chunk_sleep_s = 6, 0.15
+    start = time.perf_counter()
+    out = engine(server, tokenizer, timeout_s=0.3, max_retries=0).generate([[1, 2]], SamplingParams(n=2, max_new_tokens=64))
+    assert time.perf_counter() - start > 1.5
+    assert [c.text for c in out[0]] == ["a long answer, slowly streamed", "another one"]
+    assert [c.truncated for c in out[0]] == [True, False] and len(server.requests) == 1
+
+
+def test_streamed_token_ids_are_joined(server, tokenizer):
+    server.token_ids, server.pieces = [[7, 8, 9]], 3
+    out = engine(server, tokenizer).generate([[1, 2]], SamplingParams(n=2, max_new_tokens=4))
+    assert [c.token_ids for c in out[0]] == [[7, 8, 9], [7, 8, 9]] and [c.text for c in out[0]] == ["hello", "hello"]
+
+
+def test_a_server_that_does_not_stream_is_read_as_one_answer(server, tokenizer):
+    server.stream, server.texts = False, ["whole"]
+    out = engine(server, tokenizer).generate([[1, 2]], SamplingParams(n=2, max_new_tokens=4))
+    assert [c.text for c in out[0]] == ["whole", "whole"] and server.requests[0][1]["stream"] is True
+
+
+def test_a_stream_cut_short_is_retried(server, tokenizer):
+    server.cut_streams, server.pieces, server.texts = 1, 4, ["complete answer"]
+    out = engine(server, tokenizer).generate([[1, 2]], SamplingParams(n=2, max_new_tokens=4))
+    assert [c.text for c in out[0]] == ["complete answer"] * 2 and len(server.requests) == 2
+
+
+def _preflight(url, model="", policy="tiny-random"):
+    rollout = RolloutConfig(engine="openai", openai_base_url=url, openai_model=model)
+    OpenAIEngine.preflight(rollout, model_name=policy)
+    return rollout.openai_model
+
+
+def test_the_endpoint_check_resolves_the_served_model(server):
+    assert _preflight(server.url) == "my-model"  # empty openai_model, one served: that one
+    assert _preflight(server.url, "my-model") == "my-model"
+    with pytest.raises(EndpointError, match=r"/v1/models does not serve rollout.openai_model = 'other'; it serves 'my-model'"):
+        _preflight(server.url, "other")
+    server.models = ["a", "b"]
+    assert _preflight(server.url, policy="b") == "b"  # several: model.policy when it is one of them
+    with pytest.raises(EndpointError, match=r"serves 'a', 'b': set rollout.openai_model"):
+        _preflight(server.url)
+    server.models = None  # no /models route: nothing to check the name against
+    assert _preflight(server.url) == "tiny-random" and _preflight(server.url, "x") == "x"
+    with pytest.raises(EndpointError, match=r"rollout.openai_base_url = '127.0.0.1:8000/v1' is not an http\(s\) URL"):
+        _preflight("127.0.0.1:8000/v1")
+    server.models, server.models_status = ["a"], 401
+    with pytest.raises(EndpointError, match=r"GET http://127\.0\.0\.1:\d+/v1/models answered HTTP 401 \(check the API key"):
+        _preflight(server.url)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:  # a port that was free a moment ago
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _failing_run(tmp_path, capsys, monkeypatch, *overrides):
+    """A helix run that must stop at the endpoint check: before any model, task data or run
+    directory, with one line on stderr and runs/latest where it was."""
+    import train.epoch_loop
+    from train.helix import main
+
+    def must_not_load(*args, **kwargs):
+        raise AssertionError("the run loaded something before checking the endpoint")
+
+    for name in ("load_policy", "load_tokenizer", "policy_source", "load_task"):
+        monkeypatch.setattr(train.epoch_loop, name, must_not_load)
+    (tmp_path / "old").mkdir()
+    (tmp_path / "latest").symlink_to("old")
+    start = time.perf_counter()
+    rc = main(["--config", "configs/quickstart.yaml", "model.policy=tiny-random", "trainer.enabled=false",
+               "rollout.engine=openai", "run.progress=false", f"run.output_dir={tmp_path}", "run.name=r", *overrides])
+    elapsed = time.perf_counter() - start
+    err = capsys.readouterr().err
+    assert rc == 1 and elapsed < 10
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest", "old"]  # no run directory
+    assert (tmp_path / "latest").readlink() == Path("old")  # not repointed
+    return err.strip()
+
+
+def test_no_server_stops_the_run_before_anything_with_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    line = _failing_run(tmp_path, capsys, monkeypatch, f"rollout.openai_base_url={url}")
+    assert line.startswith(f"helix: error: no server at {url} (GET {url}/models: ")
+    assert "scripts/serve.py" in line
+
+
+def test_a_model_the_server_does_not_serve_stops_the_run(server, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    line = _failing_run(tmp_path, capsys, monkeypatch, f"rollout.openai_base_url={server.url}", "rollout.openai_model=gpt-x")
+    assert line == f"helix: error: {server.url}/models does not serve rollout.openai_model = 'gpt-x'; it serves 'my-model'"
+    assert server.requests == []  # nothing was generated

@@ -1,7 +1,6 @@
 """scripts/plan_scale.py: the projection's arithmetic against hand-computed values, the sandbox
 rate read from a BENCHMARKS.md table, and the command line end to end on a paper config."""
 
-import importlib.util
 import math
 import re
 import subprocess
@@ -9,12 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("plan_scale", ROOT / "scripts" / "plan_scale.py")
-ps = importlib.util.module_from_spec(_spec)
-sys.modules["plan_scale"] = ps  # dataclasses look their module up while the file executes
-_spec.loader.exec_module(ps)
+ps = load_script("plan_scale")
 
 SANDBOX_MD = """# Benchmarks
 

@@ -59,6 +59,8 @@ def evaluate_children(task, evaluator, jobs: list, outputs: list[list[tuple]], e
         child.reward, child.valid, child.feedback, child.eval_time_s = (result.reward, result.valid, result.feedback,
                                                                         result.eval_time_s)
         child.metrics = dict(result.metrics, status_ok=float(result.status == "ok"))
+        if result.status == "infra":  # never judged (rewards.ray_eval): archived for the record only
+            child.is_program = False
     return children
 
 

@@ -22,8 +22,9 @@ import torch
 from tqdm import tqdm
 
 from population.child import Child
-from rewards import Evaluator
-from rollout.engines import Completion, SamplingParams, build_engine, generate_streaming
+from rewards import Evaluator, make_runner
+from rewards.ray_eval import check_reachable
+from rollout.engines import Completion, SamplingParams, build_engine, engine_needs_weights, generate_streaming, preflight_engine
 from rollout.operators import function_source, make_operator
 from rollout.prompts import PromptBuilder
 from tasks import load_task
@@ -36,7 +37,7 @@ from train.epoch_metrics import add_phase_times, epoch_metrics, operator_metrics
 from train.evolution import Evolution
 from train.export import export_hf, export_state
 from train.learner import Learner, Sample
-from train.models import TINY_RANDOM, cache_root, load_policy, resolve_policy_path
+from train.models import TINY_RANDOM, cache_root, load_policy, load_tokenizer, resolve_policy_path
 from train.run_dir import RunDir, table_header, table_row
 from train.warm_start import policy_source
 
@@ -119,9 +120,20 @@ class HelixRun:
             raise ConfigError(f"trainer.prompts_per_epoch = {cfg.trainer.prompts_per_epoch} must be >= the number "
                               f"of ranks ({info.world})")
         self.cfg, self.info, self.resume = cfg, info, resume
+        # The engine's own checks (openai: the server answers and serves the model) come before
+        # anything is loaded or written: a wrong URL costs seconds, and no run directory.
+        preflight_engine(cfg.rollout.engine, cfg.rollout, model_name=cfg.model.policy)
+        if cfg.task.eval_backend == "ray" and info.is_main:
+            check_reachable(cfg.task.ray_address)  # likewise: no Ray cluster is an error within seconds
         self.task = load_task(cfg.task.name)
         self.progress = cfg.run.progress and info.is_main
-        self.policy = policy_source(cfg)  # model.policy, or its warm-started copy (built once, cached)
+        # EvoOnly with an engine that holds its own policy (openai: the server's) needs the
+        # tokenizer alone: no weights are loaded, warm-started or exported.
+        self.needs_weights = cfg.trainer.enabled or engine_needs_weights(cfg.rollout.engine)
+        if not self.needs_weights and cfg.warm_start.enabled and info.is_main:
+            print(f"[helix] warm_start skipped: rollout.engine={cfg.rollout.engine} samples from its own model", flush=True)
+        # model.policy, or its warm-started copy (built once, cached)
+        self.policy = policy_source(cfg) if self.needs_weights else cfg.model.policy
         cfg.run.name = broadcast(cfg.run.name or f"{config_stem}-{time.strftime('%Y%m%d-%H%M%S')}", info)
         self.library_log = None  # where library chatter goes (run.library_logs: file): the terminal stays readable
         if cfg.run.library_logs == "file":
@@ -150,14 +162,17 @@ class HelixRun:
     def _build_policy(self) -> None:
         cfg, info = self.cfg, self.info
         with console.to_file(self.library_log):
-            self.model, self.tokenizer = load_policy(self.policy, cfg.model.dtype, cfg.model.cache_dir, seed=cfg.run.seed)
-        if cfg.model.gradient_checkpointing:
+            if self.needs_weights:
+                self.model, self.tokenizer = load_policy(self.policy, cfg.model.dtype, cfg.model.cache_dir, seed=cfg.run.seed)
+            else:  # the tokenizer renders the prompts; the engine's server holds the weights
+                self.model, self.tokenizer = None, load_tokenizer(self.policy, cfg.model.cache_dir)
+        if cfg.model.gradient_checkpointing and self.model is not None:
             self.model.gradient_checkpointing_enable()
         self.learner = None
         if cfg.trainer.enabled:
             self.learner = Learner(self.model, cfg.trainer, cfg.rollout.group_size, cfg.rollout.temperature,
                                    self.tokenizer.pad_token_id, info)
-        else:
+        elif self.model is not None:
             self.model.requires_grad_(False)  # EvoOnly: no optimizer, no reference model
         model_path = None if self.policy == TINY_RANDOM else resolve_policy_path(self.policy, cfg.model.cache_dir)
         with console.to_file(self.library_log):
@@ -174,13 +189,15 @@ class HelixRun:
 
     def _build_main(self, config_stem: str, evo_state: dict | None) -> MainState:
         cfg, resume = self.cfg, self.resume
+        # First: an unreachable Ray cluster fails here, before a run directory exists.
+        runner = make_runner(cfg.task.eval_backend, self.task, cfg.task.ray_address, cfg.task.eval_workers)
         run_dir = RunDir(cfg, config_stem, resume_epoch=self.start_epoch if resume else None,
                          resume_logs=checkpoint_logs(resume) if resume else None)
         print(f"[helix] run directory: {run_dir.path}", flush=True)
         if resume is not None:
             print(f"[helix] resuming from {resume} (epoch {self.start_epoch} of {cfg.trainer.epochs})", flush=True)
         evaluator = Evaluator(self.task, workers=cfg.task.eval_workers or None, timeout_s=cfg.task.timeout_s,
-                              memory_mb=cfg.task.memory_mb)
+                              memory_mb=cfg.task.memory_mb, runner=runner)
         evo = Evolution(cfg, run_dir.archive_path, self.task, evaluator, resume=evo_state)
         builder = PromptBuilder(self.tokenizer, self.task.prompt_description(cfg.rollout.description),
                                 self.task.entry_function, evaluator.timeout_s, cfg.rollout.max_prompt_tokens,
@@ -212,9 +229,10 @@ class HelixRun:
             with contextlib.suppress(Exception):
                 self.wait_for_checkpoint()
             if self.main:  # finish the wandb run as failed, so a later run in this process starts its own
-                with contextlib.suppress(Exception):
-                    self.main.evo.archive.close()
-                    self.main.run_dir.close(exit_code=1)
+                for close in (self.main.evo.archive.close, lambda: self.main.run_dir.close(exit_code=1),
+                              self.main.evaluator.close):
+                    with contextlib.suppress(Exception):
+                        close()
             raise
         return self.finish()
 
@@ -292,7 +310,9 @@ class HelixRun:
                     epoch.evaluation.submit(done, epoch.outputs[done:], self.progress)
                 epoch.children = epoch.evaluation.result()
                 G = self.cfg.rollout.group_size
-                rewards = [[epoch.children[j * G + g].reward for g in range(G)] for j in range(len(epoch.jobs))]
+                # NaN: an infra failure, no reward (train.learner leaves it out of its group)
+                rewards = [[c.reward if c.scored else float("nan") for c in epoch.children[j * G:(j + 1) * G]]
+                           for j in range(len(epoch.jobs))]
             epoch.times["eval_busy_s"] = epoch.evaluation.busy_s
         epoch.rewards = broadcast(rewards, self.info)
 
@@ -380,7 +400,9 @@ class HelixRun:
         full = self.learner.full_state_dict() if cfg.run.export and sharded else None
         if self.main:
             run_dir, evo = self.main.run_dir, self.main.evo
-            if cfg.run.export:
+            if cfg.run.export and self.model is None:
+                print(f"[helix] nothing to export: rollout.engine={cfg.rollout.engine} sampled from its own model", flush=True)
+            elif cfg.run.export:
                 if full is not None:
                     path = export_state(full, self.policy, run_dir.export_path, cfg.model.dtype, cfg.model.cache_dir)
                 else:
@@ -392,6 +414,7 @@ class HelixRun:
                       f"program: {run_dir.path / 'best_program.py'}", flush=True)
             evo.archive.close()
             run_dir.close()
+            self.main.evaluator.close()
             out = run_dir.path
         broadcast(None, self.info)  # keep the other ranks alive until rank 0 is done writing
         return out

@@ -33,7 +33,8 @@ def epoch_metrics(epoch: int, children: list[Child], completion_lengths: list[in
                   truncated: list[bool], pool_rewards: np.ndarray, diversity: np.ndarray, chosen: np.ndarray,
                   best_reward: float | None, archive_size: int, train: dict, extra: dict | None = None) -> dict:
     """``diversity`` is Div of every pool row; ``chosen`` the pool rows kept as P_{t+1}."""
-    rewards = np.array([c.reward for c in children], dtype=np.float64)
+    # Infra failures (never judged) are left out of the reward statistics; infra_frac counts them.
+    rewards = np.array([c.reward for c in children if c.scored] or [0.0], dtype=np.float64)
     n_programs = sum(c.is_program for c in children)
     pop_div = diversity[chosen] if len(chosen) else np.zeros(0)
     child_div = diversity[len(diversity) - n_programs:] if n_programs else np.zeros(0)
@@ -52,7 +53,7 @@ def epoch_metrics(epoch: int, children: list[Child], completion_lengths: list[in
         archive_size=archive_size, pool_size=len(pool_rewards), population_size=len(chosen),
         completion_len_mean=float(lengths.mean()), completion_len_max=int(lengths.max()),
         truncated_frac=float(np.mean(truncated)), gen_tokens=gen_tokens,
-        n_programs=n_programs,
+        n_programs=n_programs, infra_frac=float(np.mean([not c.scored for c in children])),
     )
     m.update(train)
     m.update(extra or {})

@@ -32,6 +32,8 @@ import torch
 if "DS_ACCELERATOR" not in os.environ and not torch.cuda.is_available():
     os.environ["DS_ACCELERATOR"] = "cpu"  # what DeepSpeed picks here anyway, without its warning on every start
 
+from rewards.ray_eval import RayUnreachable
+from rollout.openai_engine import EndpointError
 from train.backends import needs_process_group
 from train.checkpoint import latest_checkpoint
 from train.config import ConfigError, HelixConfig, load_config
@@ -96,6 +98,12 @@ def main(argv: list[str] | None = None) -> int:
     except (ModelNotFoundError, FileNotFoundError) as err:  # a model that is not on this machine
         print(f"helix: error: {err}", file=sys.stderr)
         return 2
+    except EndpointError as err:  # rollout.engine=openai: no server, a wrong model name, or it failed for good
+        print(f"helix: error: {err}", file=sys.stderr)
+        return 1
+    except RayUnreachable as err:  # task.eval_backend=ray: no cluster at task.ray_address
+        print(f"helix: error: {err}", file=sys.stderr)
+        return 1
     finally:
         shutdown(info)
     return 0

@@ -255,10 +255,19 @@ class Learner:
         mask = pack(samples, self.pad_id)["response_mask"]
         if self.cfg.mask_truncated:
             mask = mask * torch.tensor([0.0 if s.truncated else 1.0 for s in samples]).unsqueeze(1)
-        advantages = compute_advantages(rewards, groups, mask, self.cfg.adv_estimator, self.cfg.norm_adv_by_std)
+        # A NaN reward is a child the evaluation infrastructure lost (rewards.ray_eval): it is left out
+        # of its group, so the others' mean and std are computed without it, and adds no tokens.
+        scored = ~torch.isnan(rewards)
+        mask = mask * scored.to(mask.dtype).unsqueeze(1)
+        advantages = torch.zeros_like(mask, dtype=torch.float32)
+        keep = scored.nonzero().flatten()
+        if len(keep):
+            advantages[keep] = compute_advantages(rewards[keep], groups[keep.numpy()], mask[keep],
+                                                  self.cfg.adv_estimator, self.cfg.norm_adv_by_std)
+        kept_rewards, kept_groups = rewards[keep], groups[keep.numpy()]
+        n_here = len(set(kept_groups.tolist()))
         tokens, zero_groups, n_groups = all_reduce_sum(
-            [mask.sum().item(), zero_std_fraction(rewards, groups) * len(set(groups.tolist())), len(set(groups.tolist()))],
-            self.info)
+            [mask.sum().item(), zero_std_fraction(kept_rewards, kept_groups) * n_here, n_here], self.info)
         metrics = {"zero_std_frac": zero_groups / max(n_groups, 1), "loss": 0.0, "pg_loss": 0.0, "kl": 0.0,
                    "entropy": 0.0, "clip_frac": 0.0, "grad_norm": 0.0, "lr": self.scheduler.get_last_lr()[0],
                    "skipped_step": 0.0, "rollout_logprob_diff": 0.0, "micro_batches": 0, "optimizer_steps": 0}

@@ -1,0 +1,279 @@
+"""task.eval_backend=ray: programs run in the sandbox on a real Ray cluster, started here on loopback
+(a head with two worker CPUs, its own temp dir, stopped at the end), and the results equal the
+local pool's; a worker SIGKILLed mid-evaluation loses no child and mis-scores none."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from rewards import Evaluator, make_runner
+from rewards.ray_eval import RayUnreachable, check_reachable
+from tasks import load_task
+from tasks.base import Verdict
+from train.helix import main
+
+ROOT = Path(__file__).resolve().parents[1]
+RAY = str(Path(sys.executable).parent / "ray")
+QUICK = str(ROOT / "configs" / "quickstart.yaml")
+TINY = ["model.policy=tiny-random", "warm_start.enabled=false", "rollout.max_new_tokens=12", "rollout.group_size=4",
+        "trainer.prompts_per_epoch=2", "trainer.epochs=1", "run.progress=false", "task.eval_workers=2",
+        "population.size=4", "run.wandb=disabled", "run.export=false"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _pids_with(text: str) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmd:
+                pids.append(int(entry))
+    return pids
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A Ray head on 127.0.0.1 with 2 CPUs (two worker processes), in a temp dir of its own."""
+    port = free_port()
+    temp = tempfile.mkdtemp(prefix="hr-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    # tests/conftest.py put Ray in single-node mode, so every Ray address stays on 127.0.0.1.
+    assert os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
+    log = open(os.path.join(temp, "head.log"), "w")
+    head = subprocess.Popen([RAY, "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(port),
+                             "--num-cpus", "2", "--include-dashboard", "false", "--temp-dir", temp,
+                             "--ray-client-server-port", str(free_port()),
+                             "--disable-usage-stats"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    address = f"127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                check_reachable(address, timeout_s=1)
+                break
+            except RayUnreachable:
+                if head.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the Ray head did not start:\n" + Path(log.name).read_text()[-3000:])
+                time.sleep(0.5)
+        yield address
+    finally:
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
+        os.killpg(head.pid, signal.SIGKILL)  # a throwaway cluster: no graceful stop (that takes 30 s)
+        head.wait()
+        for pid in _pids_with(temp):  # anything of this cluster that left the process group
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        log.close()
+
+
+def test_an_unreachable_cluster_is_a_one_line_error_within_seconds_and_no_run_dir(tmp_path, capsys):
+    address = f"127.0.0.1:{free_port()}"  # nothing listens there
+    start = time.monotonic()
+    with pytest.raises(RayUnreachable, match="no Ray cluster answers"):
+        check_reachable(address)
+    assert time.monotonic() - start < 6
+    start = time.monotonic()
+    rc = main(["--config", QUICK, *TINY, "rollout.engine=hf", f"run.output_dir={tmp_path}", "run.name=r",
+               "task.eval_backend=ray", f"task.ray_address={address}"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and time.monotonic() - start < 30
+    assert err[-1].startswith(f"helix: error: task.ray_address {address}: no Ray cluster answers")
+    assert "Traceback" not in "\n".join(err) and not (tmp_path / "r").exists() and not (tmp_path / "latest").exists()
+    with pytest.raises(RayUnreachable, match="HOST:PORT"):
+        check_reachable("head-without-port")
+
+
+def _programs(task):
+    """The starter (a valid artefact), then a load error, a timeout, an exit without a result and an
+    entry function that returns something unusable: one of each status."""
+    start = task.initial_program
+    return [start, "raise ValueError('no')\n" + start, "import time\ntime.sleep(30)\n" + start,
+            "import os\nos._exit(3)\n" + start,
+            start + f"\n\ndef {task.entry_function}(*args, **kwargs):\n    return object\n"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["bin_packing_or", "circle_packing_26"])
+def test_ray_evaluations_equal_the_local_pools(ray_cluster, name):
+    """Same programs, same Evaluations (reward, validity, status, feedback, metrics); bin packing's
+    instances are data files, so they reached the workers through the object store."""
+    task = load_task(name)
+    programs = _programs(task)
+    local = Evaluator(task, workers=2, timeout_s=3.0).evaluate_many(programs)
+    runner = make_runner("ray", task, ray_cluster)
+    remote = Evaluator(task, timeout_s=3.0, runner=runner)
+    assert remote.workers == 2  # the cluster's CPUs
+    got = remote.evaluate_many(programs)
+    assert [e.status for e in got][:4] == ["ok", "error", "timeout", "crash"] and got[0].reward > 0
+    assert got[4].status in ("bad_output", "error") and not got[4].valid
+    for a, b in zip(local, got):
+        assert (a.reward, a.valid, a.status, a.feedback, a.metrics) == (b.reward, b.valid, b.status, b.feedback, b.metrics)
+
+
+def _sleepy_task(seconds: float):
+    """A bare task: main() sleeps, then returns a number, which is the reward."""
+    return SimpleNamespace(name="sleepy", timeout_s=30.0, memory_mb=1024, cascade_entry=None, harness=None,
+                           data_files=(), run_entry="main", entry_function="main",
+                           verify=lambda value: Verdict(float(value), True, f"returned {value}", {}),
+                           code=lambda k: f"import time\ndef main():\n    time.sleep({seconds})\n    return {k}.5\n")
+
+
+@pytest.mark.slow
+def test_a_sigkilled_worker_is_retried_and_no_child_is_lost_or_misscored(ray_cluster):
+    task = _sleepy_task(4)
+    evaluator = Evaluator(task, runner=make_runner("ray", task, ray_cluster), workers=2)
+    killed = []
+
+    def kill_one_worker():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not killed:
+            for runner_pid in _pids_with("child_runner.py"):
+                try:
+                    worker = _parent(runner_pid)
+                    if "ray::" in Path(f"/proc/{worker}/cmdline").read_text():
+                        os.kill(worker, signal.SIGKILL)
+                        killed.append((worker, runner_pid))
+                        break
+                except (OSError, ValueError, IndexError):
+                    continue
+            time.sleep(0.2)
+
+    killer = threading.Thread(target=kill_one_worker)
+    killer.start()
+    results = evaluator.evaluate_many([task.code(k) for k in range(4)])
+    killer.join()
+    assert killed, "no Ray worker was found running a sandbox"
+    assert [(r.status, r.reward, r.valid) for r in results] == [("ok", k + 0.5, True) for k in range(4)]
+    time.sleep(1)
+    assert not Path(f"/proc/{killed[0][1]}").exists()  # its sandbox died with it (PR_SET_PDEATHSIG)
+
+
+@pytest.mark.slow
+def test_a_child_lost_twice_is_an_infra_failure_not_a_zero_reward(ray_cluster):
+    task = _sleepy_task(3)
+    evaluator = Evaluator(task, runner=make_runner("ray", task, ray_cluster), workers=1)
+    stop = threading.Event()
+
+    def kill_every_worker():  # every attempt dies: the first run and Ray's one retry
+        while not stop.is_set():
+            for runner_pid in _pids_with("child_runner.py"):
+                try:
+                    worker = _parent(runner_pid)
+                    if "ray::" in Path(f"/proc/{worker}/cmdline").read_text():
+                        os.kill(worker, signal.SIGKILL)
+                except (OSError, ValueError, IndexError):
+                    continue
+            time.sleep(0.2)
+
+    killer = threading.Thread(target=kill_every_worker)
+    killer.start()
+    try:
+        result = evaluator.evaluate(task.code(1))
+    finally:
+        stop.set()
+        killer.join()
+    assert (result.status, result.valid, result.metrics) == ("infra", False, {"infra_error": 1.0})
+    assert "infrastructure failure" in result.feedback and "lost twice" in result.feedback
+    assert evaluator.evaluate(task.code(2)).reward == 2.5  # the cluster still works afterwards
+
+
+@pytest.mark.slow
+def test_the_loop_on_ray_archives_exactly_what_the_local_loop_does(ray_cluster, tmp_path):
+    from test_e2e import ScriptedEngine
+
+    from population.archive import Archive
+    from rollout.engines import ENGINES
+
+    ENGINES["scripted"] = ScriptedEngine
+    try:
+        runs = {}
+        for backend in ("local", "ray"):
+            extra = ["task.eval_backend=ray", f"task.ray_address={ray_cluster}"] if backend == "ray" else []
+            assert main(["--config", QUICK, *TINY, "rollout.engine=scripted", f"run.output_dir={tmp_path}",
+                         f"run.name={backend}", "trainer.epochs=2", *extra]) == 0
+            with Archive(tmp_path / backend / "archive.sqlite") as arch:
+                runs[backend] = [(s.parent_id, s.code, s.reward, s.valid, s.feedback, s.epoch)
+                                 for s in (arch.get(int(i)) for i in arch.all_ids())]
+    finally:
+        del ENGINES["scripted"]
+    assert len(runs["local"]) == 1 + 2 * 2 * 4 and runs["ray"] == runs["local"]
+    assert {r[3] for r in runs["ray"]} == {True, False}
+
+
+class _InfraEvaluator:
+    """Loses the second program of every call (as RayRunner does after a failed retry)."""
+
+    def evaluate_many(self, codes, progress=False):
+        from rewards.evaluator import Evaluation
+
+        return [Evaluation(0.0, False, "not evaluated: lost", {"infra_error": 1.0}, 0.0, "infra") if i == 1
+                else Evaluation(1.25 + i, True, "ok", {}, 0.1, "ok") for i in range(len(codes))]
+
+
+def test_an_infra_child_is_archived_but_not_a_program_nor_scored():
+    from train.children import evaluate_children
+
+    task = load_task("circle_packing_26")
+    first = next(line for line in task.initial_program.splitlines() if line.strip())
+    block = "<<<<<<< SEARCH\n{}\n=======\n{}\n>>>>>>> REPLACE"
+    texts = [block.format(first, first + f"\nX = {k}") for k in range(3)]
+    job = SimpleNamespace(parent_id=1, parent_code=task.initial_program, mate_code=None, mate_id=None, index=0,
+                          tag=0, operator="edit", version=None)
+    children = evaluate_children(task, _InfraEvaluator(), [job], [[(None, t, False) for t in texts]], 1, False)
+    assert [c.is_program for c in children] == [True, False, True]
+    assert [c.scored for c in children] == [True, False, True]
+    assert children[1].metrics["infra_error"] == 1.0 and children[1].feedback == "not evaluated: lost"
+
+
+def test_the_learner_leaves_an_infra_sample_out_of_its_group(tiny_model, tokenizer, monkeypatch):
+    """Advantages of the scored samples are those of the group without the lost one (checked
+    against the GRPO formula by hand); the lost one adds no tokens and no reward."""
+    from train import learner as learner_mod
+    from train.config import TrainerConfig
+    from train.distributed import DistInfo
+    from train.grpo import compute_advantages
+    from train.learner import Learner, Sample
+
+    rewards = [2.6359830849, 1.0, float("nan"), 0.5]
+    r = np.array([2.6359830849, 1.0, 0.5])
+    expected = (r - r.mean()) / (r.std(ddof=1) + 1e-6)
+    seen = {}
+
+    def spy(rw, gr, mk, *args, **kwargs):
+        seen["rewards"], seen["groups"] = rw.clone(), list(gr)
+        seen["advantages"] = compute_advantages(rw, gr, mk, *args, **kwargs)
+        return seen["advantages"]
+
+    monkeypatch.setattr(learner_mod, "compute_advantages", spy)
+    learner = Learner(tiny_model, TrainerConfig(lr=1e-3), group_size=4, temperature=1.0,
+                      pad_id=tokenizer.pad_token_id, info=DistInfo())
+    out = learner.step([Sample([5, 6, 7], [8, 9], rw, 0) for rw in rewards])
+    assert seen["rewards"].tolist() == r.tolist() and seen["groups"] == [0, 0, 0]
+    assert np.allclose(seen["advantages"][:, 0].numpy(), expected, atol=1e-5)
+    assert out["train_tokens"] == 3 * 2 and out["zero_std_frac"] == 0.0 and not out["skipped_step"]
