@@ -108,12 +108,16 @@ class RayRunner:
             self._owns_session = True
         else:
             self._owns_session = False
+        if not ray.cluster_resources().get("CPU"):
+            raise RayUnreachable(f"the Ray cluster at {address or 'this machine'} has no CPUs for programs; join CPU "
+                                 "machines first (`.venv/bin/ray start --address HEAD:PORT --num-cpus N`)")
         blobs = {Path(f).name: Path(f).read_bytes() for f in data_files}
         self._blobs = ray.put(blobs)
         self._remote = ray.remote(num_cpus=1, max_retries=RETRIES, retry_exceptions=False)(_run_on_worker)
 
     def cpus(self) -> int:
-        """The cluster's CPUs now: how many programs can run at once."""
+        """The cluster's CPUs at start: how many programs can run at once (machines that join later
+        take a share of the queue, but the evaluator's thread count is fixed: see task.eval_workers)."""
         return max(1, int(self._ray.cluster_resources().get("CPU", 1)))
 
     def __call__(self, code: str, entry: str, timeout_s: float, memory_mb: int, harness: str | None = None,

@@ -277,3 +277,13 @@ def test_the_learner_leaves_an_infra_sample_out_of_its_group(tiny_model, tokeniz
     assert seen["rewards"].tolist() == r.tolist() and seen["groups"] == [0, 0, 0]
     assert np.allclose(seen["advantages"][:, 0].numpy(), expected, atol=1e-5)
     assert out["train_tokens"] == 3 * 2 and out["zero_std_frac"] == 0.0 and not out["skipped_step"]
+
+
+@pytest.mark.slow
+def test_a_cluster_without_cpus_for_programs_is_a_clear_error():
+    """A head started with --num-cpus 0 and no CPU machine joined yet would run one program at a
+    time forever; it is refused at start with what to do."""
+    code = "from rewards.ray_eval import RayRunner\nRayRunner('', num_cpus=0)\n"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "RayUnreachable: the Ray cluster at this machine has no CPUs for programs" in proc.stderr
