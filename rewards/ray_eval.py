@@ -60,9 +60,13 @@ _files_lock = threading.Lock()
 _files_dirs: dict[str, list[str]] = {}  # per worker process: data digest -> local paths
 
 
-def _local_files(blobs: dict[str, bytes]) -> list[str]:
-    """The task's data files as paths on this worker, written once per process into a private folder."""
-    digest = hashlib.sha256(b"".join(name.encode() + b"\0" + data for name, data in sorted(blobs.items()))).hexdigest()
+def _digest(blobs: dict[str, bytes]) -> str:
+    return hashlib.sha256(b"".join(name.encode() + b"\0" + data for name, data in sorted(blobs.items()))).hexdigest()
+
+
+def _local_files(digest: str, blobs: dict[str, bytes]) -> list[str]:
+    """The task's data files as paths on this worker, written once per process into a private folder
+    (``digest``: computed once by the driver, not per program)."""
     with _files_lock:
         if digest not in _files_dirs:
             folder = tempfile.mkdtemp(prefix=f"helix-ray-data-{digest[:12]}-")
@@ -74,10 +78,11 @@ def _local_files(blobs: dict[str, bytes]) -> list[str]:
 
 
 def _run_on_worker(code: str, entry: str, timeout_s: float, memory_mb: int, harness: str | None,
-                   blobs: dict[str, bytes]) -> RunResult:
+                   blobs: dict[str, bytes], digest: str) -> RunResult:
     from rewards.sandbox import run_program  # the worker's copy, from the runtime_env's py_modules
 
-    return run_program(code, entry, timeout_s, memory_mb, harness=harness, files=_local_files(blobs) if blobs else ())
+    files = _local_files(digest, blobs) if blobs else ()
+    return run_program(code, entry, timeout_s, memory_mb, harness=harness, files=files)
 
 
 class RayRunner:
@@ -112,7 +117,7 @@ class RayRunner:
             raise RayUnreachable(f"the Ray cluster at {address or 'this machine'} has no CPUs for programs; join CPU "
                                  "machines first (`.venv/bin/ray start --address HEAD:PORT --num-cpus N`)")
         blobs = {Path(f).name: Path(f).read_bytes() for f in data_files}
-        self._blobs = ray.put(blobs)
+        self._blobs, self._digest = ray.put(blobs), _digest(blobs)
         self._remote = ray.remote(num_cpus=1, max_retries=RETRIES, retry_exceptions=False)(_run_on_worker)
 
     def cpus(self) -> int:
@@ -123,7 +128,7 @@ class RayRunner:
     def __call__(self, code: str, entry: str, timeout_s: float, memory_mb: int, harness: str | None = None,
                  files=()) -> RunResult:
         ray = self._ray
-        ref = self._remote.remote(code, entry, timeout_s, memory_mb, harness, self._blobs)
+        ref = self._remote.remote(code, entry, timeout_s, memory_mb, harness, self._blobs, self._digest)
         wait_s = 2 * timeout_s + RESULT_MARGIN_S  # queueing behind other programs is included in it
         try:
             return ray.get(ref, timeout=wait_s)

@@ -261,10 +261,10 @@ class Learner:
         mask = mask * scored.to(mask.dtype).unsqueeze(1)
         advantages = torch.zeros_like(mask, dtype=torch.float32)
         keep = scored.nonzero().flatten()
-        if len(keep):
-            advantages[keep] = compute_advantages(rewards[keep], groups[keep.numpy()], mask[keep],
-                                                  self.cfg.adv_estimator, self.cfg.norm_adv_by_std)
         kept_rewards, kept_groups = rewards[keep], groups[keep.numpy()]
+        if len(keep):
+            advantages[keep] = compute_advantages(kept_rewards, kept_groups, mask[keep],
+                                                  self.cfg.adv_estimator, self.cfg.norm_adv_by_std)
         n_here = len(set(kept_groups.tolist()))
         tokens, zero_groups, n_groups = all_reduce_sum(
             [mask.sum().item(), zero_std_fraction(kept_rewards, kept_groups) * n_here, n_here], self.info)
