@@ -51,52 +51,107 @@ def collect(out_dir: Path) -> dict[str, list[np.ndarray]]:
     return curves
 
 
-def table(curves: dict[str, list[np.ndarray]], budgets: list[int]) -> str:
-    lines = ["| variant | seeds | " + " | ".join(f"best after {b} children" for b in budgets) + " |",
-             "|---|---|" + "---|" * len(budgets)]
+def table_rows(curves: dict[str, list[np.ndarray]], budgets: list[int]) -> list[list[str]]:
+    """Header row, then per variant: seeds and best-so-far (mean ± sample std over seeds) at each budget."""
+    rows = [["variant", "seeds"] + [f"best after {b} children" for b in budgets]]
     for variant, runs in curves.items():
         cells = []
         for b in budgets:
             values = [c[b - 1] for c in runs if len(c) >= b]
             cells.append(f"{np.mean(values):.4f} ± {np.std(values, ddof=1) if len(values) > 1 else 0:.4f} "
                          f"(n={len(values)})" if values else "-")
-        lines.append(f"| {variant} | {len(runs)} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append([variant, str(len(runs))] + cells)
+    return rows
 
 
-def plot(curves: dict[str, list[np.ndarray]], path: Path, title: str) -> None:
-    import matplotlib
+def table(curves: dict[str, list[np.ndarray]], budgets: list[int]) -> str:
+    head, *body = table_rows(curves, budgets)
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for variant, runs in curves.items():
-        n = min(len(c) for c in runs)
-        stack = np.stack([c[:n] for c in runs])
-        x = np.arange(1, n + 1)
-        line, = ax.step(x, stack.mean(0), where="post", lw=2, label=f"{variant} ({len(runs)} seeds)")
-        ax.fill_between(x, stack.min(0), stack.max(0), step="post", alpha=0.15, color=line.get_color())
-    ax.set_xlabel("children evaluated")
-    ax.set_ylabel("best valid reward so far")
-    ax.set_title(title)
-    ax.legend()
+def valid_by_epoch(archive: Path) -> np.ndarray:
+    """Entry e - 1: the fraction of epoch e's children that are valid (edit failures count as invalid)."""
+    db = sqlite3.connect(f"{archive.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT epoch, AVG(valid) FROM solutions WHERE parent_id IS NOT NULL "
+                          "GROUP BY epoch ORDER BY epoch").fetchall()
+    finally:
+        db.close()
+    return np.array([float(frac) for _, frac in rows])
+
+
+def collect_valid(out_dir: Path) -> dict[str, list[np.ndarray]]:
+    """Per variant, each seed's valid fraction per epoch (the runs collect() finds)."""
+    out: dict[str, list[np.ndarray]] = {}
+    for run in sorted(out_dir.iterdir()):
+        match = RUN.match(run.name)
+        if match and (run / "archive.sqlite").is_file():
+            out.setdefault(match["variant"], []).append(valid_by_epoch(run / "archive.sqlite"))
+    return out
+
+
+def default_budgets(curves: dict[str, list[np.ndarray]]) -> list[int]:
+    """16, 32, 64, ... up to the shortest run's length, and that length itself."""
+    n = min(len(c) for runs in curves.values() for c in runs)
+    budgets = [b for b in (2 ** k for k in range(4, 20)) if b < n]
+    return budgets + [n] if n > 0 else []
+
+
+def _new_axes(title: str, xlabel: str, ylabel: str):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 4.2), layout="constrained")  # no pyplot: no display, no global state
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig, ax
+
+
+def _mean_and_band(ax, runs: list[np.ndarray], label: str, step: bool = True) -> None:
+    """Over the seeds' common length; ``step``: a best-so-far staircase, else points joined by lines."""
+    n = min(len(c) for c in runs)
+    stack = np.stack([c[:n] for c in runs])
+    x = np.arange(1, n + 1)
+    label = f"{label} ({len(runs)} seed{'s' if len(runs) > 1 else ''})"
+    if step:
+        line, = ax.step(x, stack.mean(0), where="post", lw=2, label=label)
+    else:
+        line, = ax.plot(x, stack.mean(0), "o-", lw=2, label=label)
+    ax.fill_between(x, stack.min(0), stack.max(0), step="post" if step else None, alpha=0.15, color=line.get_color())
+
+
+def figure(curves: dict[str, list[np.ndarray]], title: str):
+    """Best-so-far against children, per variant: the mean over seeds with the min-max band."""
+    fig, ax = _new_axes(title, "children evaluated", "best valid reward so far")
+    for variant, runs in curves.items():
+        _mean_and_band(ax, runs, variant)
+    ax.legend()
+    return fig
+
+
+def valid_figure(valid: dict[str, list[np.ndarray]], title: str):
+    """Valid fraction of each epoch's children, per variant (mean over seeds, min-max band)."""
+    fig, ax = _new_axes(title, "epoch", "valid children")
+    for variant, runs in valid.items():
+        _mean_and_band(ax, runs, variant, step=False)
+    ax.set_ylim(0, 1)
+    ax.legend()
+    return fig
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out_dir", type=Path, help="an ablation's output folder (scripts/ablate.py --out)")
-    parser.add_argument("--budgets", nargs="+", type=int, default=[16, 32, 64])
+    parser.add_argument("--budgets", nargs="+", type=int, help="default: 16, 32, 64, ... and the shortest run's length")
     parser.add_argument("--out", type=Path, help="the PNG (default OUT_DIR/best_so_far.png)")
     args = parser.parse_args(argv)
     curves = collect(args.out_dir)
     path = args.out or args.out_dir / "best_so_far.png"
-    plot(curves, path, f"best so far vs children: {args.out_dir.name}")
-    print(table(curves, args.budgets))
+    figure(curves, f"best so far vs children: {args.out_dir.name}").savefig(path, dpi=120)
+    print(table(curves, args.budgets or default_budgets(curves)))
     print(f"\nplot: {path}")
     return 0
 

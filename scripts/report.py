@@ -3,26 +3,25 @@
     .venv/bin/python scripts/report.py runs/latest                 # -> runs/latest/report/report.html
     .venv/bin/python scripts/report.py runs/my-run --out /tmp/r/index.html
     .venv/bin/python scripts/report.py runs/latest --lineage 57     # also the lineage of solution 57
+    .venv/bin/python scripts/report.py runs/quality-ws runs/q-keane --out q.html   # ablation folders
+
+Given scripts/ablate.py output folders instead of a run directory, it writes the ablation report
+(scripts/report_ablation.py): best so far against children evaluated per variant, per folder.
 
 Sections: reward curves, the Pareto front of each epoch's population, the lineage tree of the
 best solution, the task's own drawing of the best solution (re-run in the sandbox, checked by
 the verifier; needs tasks/<task>/render.py), and the time per phase. Images are embedded as
 base64, so the HTML file works offline and can be mailed around; nothing needs a display or a
 network. The archive is only read, so reporting on a run that is still going is safe.
-Exit status: 0 written, 2 RUN_DIR is not a run directory.
+Exit status: 0 written, 2 RUN_DIR is neither a run directory nor ablation folders.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
-import html
 import importlib.util
-import io
 import math
 import sys
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -31,39 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 import report_data as rd
 from matplotlib import colormaps
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
+from report_ablation import build_ablation_report, is_ablation_dir
 from report_data import LineageTree, PopulationPoints, pick_epochs
-
-
-@dataclass
-class Section:
-    title: str
-    png: str | None = None  # file name next to the HTML; None: nothing drawn
-    data: bytes = b""
-    notes: list[str] = field(default_factory=list)
-    table: list[list[str]] = field(default_factory=list)  # header row first; drawn as an HTML table
-
-
-# ---- figures: matplotlib Figure objects on the Agg canvas (no pyplot, no display) -------------
-def new_figure(width: float, height: float) -> Figure:
-    fig = Figure(figsize=(width, height), layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def png_bytes(fig: Figure, dpi: int = 110) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    return buf.getvalue()
-
-
-def save_png(fig: Figure, path: Path, dpi: int = 110) -> bytes:
-    data = png_bytes(fig, dpi)
-    path.write_bytes(data)
-    return data
+from report_html import Section, new_figure, render_html, save_png
 
 
 def plot_rewards(curves: dict[str, np.ndarray], best_known: float | None = None) -> Figure:
@@ -292,34 +264,6 @@ def _header(run: rd.RunData, best, archive_size, epochs_done, wall_s, best_known
     return rows
 
 
-_CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
-table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 10px;text-align:left;font-size:14px}
-img{max-width:100%;border:1px solid #eee}.note{color:#8a5a00;font-size:14px}pre{background:#f6f6f6;padding:1em;overflow-x:auto}"""
-
-
-def render_html(title: str, header: list[tuple[str, str]], sections: list[Section], notes: list[str], code: str | None) -> str:
-    e = html.escape
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{e(title)}</title><style>{_CSS}</style></head><body>",
-             f"<h1>{e(title)}</h1><table>"]
-    parts += [f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in header]
-    parts.append("</table>")
-    parts += [f"<p class='note'>Note: {e(n)}</p>" for n in notes]
-    for s in sections:
-        parts.append(f"<h2>{e(s.title)}</h2>")
-        if s.png:
-            parts.append(f"<img alt='{e(s.title)}' src='data:image/png;base64,{base64.b64encode(s.data).decode()}'>"
-                         f"<p><small>{e(s.png)}</small></p>")
-        if s.table:
-            parts.append("<table><tr>" + "".join(f"<th>{e(c)}</th>" for c in s.table[0]) + "</tr>")
-            parts += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in s.table[1:]]
-            parts.append("</table>")
-        parts += [f"<p class='note'>Note: {e(n)}</p>" for n in s.notes]
-    if code is not None:
-        parts.append(f"<h2>Best program</h2><details><summary>show code</summary><pre>{e(code)}</pre></details>")
-    parts.append(f"<p><small>generated {e(time.strftime('%Y-%m-%d %H:%M:%S'))} by scripts/report.py</small></p></body></html>")
-    return "\n".join(parts)
-
-
 def build_report(run_dir: str | Path, out: str | Path | None = None, execute: bool = True,
                  lineages: tuple[int, ...] = ()) -> Path:
     """Write the HTML (default RUN_DIR/report/report.html) and its PNGs beside it; returns the HTML path.
@@ -409,14 +353,20 @@ def build_report(run_dir: str | Path, out: str | Path | None = None, execute: bo
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("run_dir", help="a run directory (e.g. runs/latest)")
+    parser.add_argument("run_dir", nargs="+", help="a run directory (e.g. runs/latest), or scripts/ablate.py output folder(s)")
     parser.add_argument("--out", default=None, help="the HTML file to write; PNGs go beside it (default RUN_DIR/report/report.html)")
     parser.add_argument("--no-exec", action="store_true", help="do not re-run the best program (no task rendering)")
     parser.add_argument("--lineage", type=int, action="append", default=[], metavar="ID",
                         help="also draw the lineage of solution ID (repeatable), e.g. a crossover child")
     args = parser.parse_args(argv)
+    folders = [Path(p) for p in args.run_dir]
     try:
-        path = build_report(args.run_dir, args.out, execute=not args.no_exec, lineages=tuple(args.lineage))
+        if len(folders) > 1 or is_ablation_dir(folders[0]):
+            if args.lineage:
+                raise rd.RunDirError("--lineage is for a run directory, not ablation folders")
+            path = build_ablation_report(folders, Path(args.out) if args.out else folders[0] / "report" / "report.html")
+        else:
+            path = build_report(folders[0], args.out, execute=not args.no_exec, lineages=tuple(args.lineage))
     except rd.RunDirError as exc:
         print(f"report: error: {exc}", file=sys.stderr)
         return 2

@@ -44,3 +44,55 @@ def test_table_and_plot_over_variants_and_seeds(tmp_path):
 def test_a_folder_without_runs_is_a_clear_exit(tmp_path):
     with pytest.raises(SystemExit, match="no <variant>-s<seed>/archive.sqlite"):
         plot_ablation.collect(tmp_path)
+
+
+def test_valid_fraction_per_epoch_and_default_budgets(tmp_path):
+    # epochs of 4 children (make_run): epoch 1 has 2 valid of 4, epoch 2 has 1 of 2 (a failed edit is a child)
+    make_run(tmp_path / "helix-s0", [1.84, 0.0, 1.85, 0.0, 1.86, 0.0], [True, False, True, False, True, False])
+    assert plot_ablation.valid_by_epoch(tmp_path / "helix-s0" / "archive.sqlite").tolist() == [0.5, 0.5]
+    make_run(tmp_path / "evo_only-s0", [1.7] * 3, [True, True, False])
+    assert plot_ablation.collect_valid(tmp_path)["evo_only"][0].tolist() == pytest.approx([2 / 3])
+    long = {"helix": [np.zeros(70), np.zeros(64)], "evo_only": [np.zeros(100)]}
+    assert plot_ablation.default_budgets(long) == [16, 32, 64]  # 64 is the shortest run: the last budget
+    assert plot_ablation.default_budgets({"helix": [np.zeros(40)]}) == [16, 32, 40]
+
+
+def test_report_of_ablation_folders(tmp_path, capsys):
+    import json
+
+    import yaml
+    report = load_script("report")
+    circles, keane = tmp_path / "q-circles", tmp_path / "q-keane"
+    make_run(circles / "helix-s0", [1.84, 1.86], [True, True])
+    make_run(circles / "helix-s1", [1.90, 0.0], [True, False])
+    make_run(circles / "evo_only-s0", [0.0, 1.80], [False, True])
+    (circles / "helix-s0" / "config.yaml").write_text(yaml.safe_dump({"task": {"name": "circle_packing_26"}}))
+    (circles / "ablation.json").write_text(json.dumps({"title": "circle_packing_26: 2 evaluated programs per run",
+                                                       "command": "python scripts/ablate.py --seeds 0 1", "rows": [
+        dict(variant="helix", seeds=2, best_mean=1.88, best_std=0.028284, best_max=1.9, reward_mean=1.4,
+             reward_std=0.3, valid_frac=0.75, children=2, wall_s=356.4)]}))
+    make_run(keane / "helix-s0", [0.31, 0.0, 0.45], [True, False, True], starter=0.2945)
+
+    assert report.main([str(circles)]) == 0
+    html = (circles / "report" / "report.html").read_text()
+    assert "circle_packing_26: best so far against children (q-circles)" in html
+    assert html.count("data:image/png;base64,") == 2
+    # best so far after 2 children: helix mean of 1.86 and 1.90; evo_only 1.8365 -> 1.8365 (its child is invalid first)
+    assert f"<td>{np.mean([1.86, 1.90]):.4f} ± {np.std([1.86, 1.90], ddof=1):.4f} (n=2)</td>" in html
+    assert "<td>1.88 ± 0.028</td>" in html and "<td>356</td>" in html  # ablate.py's own summary
+    assert "reproduce: python scripts/ablate.py --seeds 0 1" in html
+
+    out = tmp_path / "both" / "quality.html"
+    assert report.main([str(circles), str(keane), "--out", str(out)]) == 0
+    html = out.read_text()
+    assert html.count("data:image/png;base64,") == 4 and "unknown task: best so far" in html  # keane has no config.yaml
+    assert "no ablation.json" in html
+    assert sorted(p.name for p in out.parent.glob("*.png")) == [
+        "best_so_far-q-circles.png", "best_so_far-q-keane.png", "valid_per_epoch-q-circles.png", "valid_per_epoch-q-keane.png"]
+
+    capsys.readouterr()
+    assert report.main([str(circles), str(tmp_path / "both")]) == 2  # a folder with no runs
+    assert "both holds no <variant>-s<seed>/archive.sqlite runs" in capsys.readouterr().err
+    assert report.main([str(circles), "--lineage", "3"]) == 2
+    assert report.main([str(circles / "helix-s0"), "--no-exec"]) == 0  # one run of the ablation: the run report
+    assert (circles / "helix-s0" / "report" / "report.html").is_file()

@@ -1,0 +1,83 @@
+"""The HTML report of one or more ablations (scripts/ablate.py output folders), one part per folder.
+
+    .venv/bin/python scripts/report.py runs/quality-ws                       # -> runs/quality-ws/report/report.html
+    .venv/bin/python scripts/report.py runs/q-circles runs/q-keane --out reports/quality.html
+
+Per folder: best reward so far against children evaluated (one curve per variant, mean over seeds with
+the min-max band) with best-so-far at fixed budgets, the valid fraction of each epoch's children, and
+ablate.py's own summary table when the folder has its ablation.json. Archives are only read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import plot_ablation as pa
+import report_data as rd
+import yaml
+from report_html import Section, render_html, save_png
+
+
+def is_ablation_dir(path: Path) -> bool:
+    """A folder of <variant>-s<seed>/archive.sqlite runs that is not itself a run directory."""
+    if not path.is_dir() or (path / "archive.sqlite").is_file() or (path / "metrics.jsonl").is_file():
+        return False
+    return any(pa.RUN.match(p.name) and (p / "archive.sqlite").is_file() for p in path.iterdir())
+
+
+def _task_of(folder: Path) -> str | None:
+    for run in sorted(folder.iterdir()):
+        config = run / "config.yaml"
+        if pa.RUN.match(run.name) and config.is_file():
+            return rd.cfg_get(yaml.safe_load(config.read_text(encoding="utf-8")), "task", "name")
+    return None
+
+
+def _summary_table(folder: Path) -> tuple[list[list[str]], list[str]]:
+    """ablate.py's table (ablation.json), as rows, and its reproduce command as a note."""
+    path = folder / "ablation.json"
+    if not path.is_file():
+        return [], ["no ablation.json: the summary table is written when scripts/ablate.py finishes"]
+    data = json.loads(path.read_text(encoding="utf-8"))
+    head = ["variant", "seeds", "best reward (mean ± std)", "best (max)", "child reward (mean ± std)", "valid",
+            "children", "wall s"]
+    rows = [[r["variant"], str(r["seeds"]), f"{r['best_mean']:.6g} ± {r['best_std']:.2g}", f"{r['best_max']:.6g}",
+             f"{r['reward_mean']:.4g} ± {r['reward_std']:.2g}", f"{r['valid_frac']:.2f}", f"{r['children']:.0f}",
+             f"{r['wall_s']:.0f}"] for r in data["rows"]]
+    return [head] + rows, [f"{data['title']}; reproduce: {data['command']}"]
+
+
+def _slug(folder: Path) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", folder.resolve().name)
+
+
+def build_ablation_report(folders: list[Path], out: Path) -> Path:
+    """Write the HTML and its PNGs beside it; returns the HTML path. RunDirError for a folder with no runs."""
+    for folder in folders:
+        if not is_ablation_dir(folder):
+            raise rd.RunDirError(f"{folder} holds no <variant>-s<seed>/archive.sqlite runs: not an ablation folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    sections, header = [], []
+    for folder in folders:
+        curves, valid = pa.collect(folder), pa.collect_valid(folder)
+        task, slug = _task_of(folder) or "unknown task", _slug(folder)
+        runs = sum(len(v) for v in curves.values())
+        header.append((str(folder.resolve()), f"{task}: {len(curves)} variants, {runs} runs"))
+        budgets = pa.default_budgets(curves)
+        png = f"best_so_far-{slug}.png"
+        sections.append(Section(
+            f"{task}: best so far against children ({folder.name})", png,
+            save_png(pa.figure(curves, f"{task}: best valid reward so far"), out.parent / png),
+            ["mean over seeds, band from min to max; every child counts, failed edits included; "
+             "the table: best so far after each budget, mean ± sample std over seeds"],
+            pa.table_rows(curves, budgets) if budgets else []))
+        png = f"valid_per_epoch-{slug}.png"
+        sections.append(Section(f"{task}: valid children per epoch ({folder.name})", png,
+                                save_png(pa.valid_figure(valid, f"{task}: valid fraction per epoch"), out.parent / png)))
+        table, notes = _summary_table(folder)
+        sections.append(Section(f"{task}: summary ({folder.name})", notes=notes, table=table))
+    title = "HELIX ablation report: " + ", ".join(f.resolve().name for f in folders)
+    out.write_text(render_html(title, header, sections, [], None), encoding="utf-8")
+    return out
