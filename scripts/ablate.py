@@ -79,8 +79,6 @@ def variant_overrides(variant: str) -> list[str]:
 def unchanged_by(config: Path, variants: list[str], overrides: list[str]) -> dict[str, list[str]]:
     """For each variant that leaves the config (with overrides) exactly as it is, its settings: it would repeat
     helix. Loading every variant also validates it on this config now, not hours later when its turn comes."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
     from train.config import load_config, to_dict
 
     base = to_dict(load_config(config, overrides))

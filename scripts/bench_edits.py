@@ -13,12 +13,10 @@ the number of distinct rewards and the reward std, i.e. whether GRPO gets a sign
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def prompts_and_parents(cfg, tokenizer, evaluator, task):

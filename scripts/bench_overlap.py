@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from rollout.engines import ENGINES, Completion  # noqa: E402
 from tasks import load_task  # noqa: E402

@@ -5,9 +5,6 @@
 """
 
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from train.export_cli import main
 

@@ -43,7 +43,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 # ---------------------------------------------------------------------------------------------
 # Pure arithmetic (no printing, no config): what the tests check.

@@ -10,11 +10,8 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 import yaml
