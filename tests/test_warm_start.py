@@ -164,7 +164,7 @@ def _cfg(tmp_path, **ws):
 
     overrides = [f"model.cache_dir={tmp_path / 'cache'}", "model.policy=tiny-random", "warm_start.enabled=true",
                  "warm_start.parents=2", "warm_start.answers_per_parent=3", "warm_start.epochs=2", "warm_start.lr=1e-3",
-                 "warm_start.bf16=false", "rollout.max_prompt_tokens=2048", "rollout.description=brief", "task.eval_workers=2"]
+                 "warm_start.dtype=float32", "rollout.max_prompt_tokens=2048", "rollout.description=brief", "task.eval_workers=2"]
     overrides += [f"warm_start.{k}={v}" for k, v in ws.items()]
     return load_config(None, overrides)
 
@@ -207,3 +207,28 @@ def test_a_child_that_changes_nothing_is_unchanged_not_a_program():
     assert not child.is_program and child.tag == 2 and child.parent_id == 4 and child.prompt_id == "e3-p0-g0"
     assert child.reward == 0.0 and child.feedback == UNCHANGED and child.metrics == {"unchanged": 1.0}
     assert child.code != parent  # the comment is kept in the archive; canonically it is the parent
+
+
+def test_auto_dtype_trains_in_bf16_only_on_a_cpu_with_native_bf16_and_keys_the_cache_by_it(tmp_path, monkeypatch):
+    """On an AVX2-only CPU torch emulates bf16 matmuls ~40x slower than fp32: auto must pick fp32 there,
+    and a model fine-tuned in one dtype must not be reused for the other."""
+    import train.warm_start as ws
+
+    cfg = _cfg(tmp_path, dtype="auto")
+    keys = {}
+    for native, expected in [(True, "bfloat16"), (False, "float32")]:
+        monkeypatch.setattr(ws, "cpu_has_native_bf16", lambda native=native: native)
+        assert ws.autocast_dtype("auto") == expected
+        assert ws.autocast_dtype("float32") == "float32" and ws.autocast_dtype("bfloat16") == "bfloat16"
+        keys[expected] = ws.cache_key(cfg)
+    assert keys["bfloat16"] != keys["float32"]
+    # an explicit dtype and the auto that resolves to it build the same weights, so they share a cache entry
+    assert ws.cache_key(_cfg(tmp_path, dtype="float32")) == keys["float32"]
+    assert ws.cpu_has_native_bf16() == bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
+def test_the_old_bf16_switch_is_refused_with_the_new_key_named(tmp_path):
+    from train.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match="dtype"):
+        load_config(None, ["warm_start.bf16=false"])

@@ -98,11 +98,24 @@ def operator_plan(mix: dict[str, float], n: int) -> list[str]:
     return plan[:n]
 
 
+def cpu_has_native_bf16() -> bool:
+    """oneDNN's own check (AVX512-BF16 or AMX); without it torch emulates bf16 matmuls far slower than fp32."""
+    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
+def autocast_dtype(setting: str) -> str:
+    """warm_start.dtype resolved on this machine: the fine-tune runs on the CPU."""
+    if setting == "auto":
+        return "bfloat16" if cpu_has_native_bf16() else "float32"
+    return setting
+
+
 def cache_key(cfg) -> str:
     """Hash of everything that decides the warm-started weights."""
     from tasks import load_task
 
-    parts = {"version": RECIPE_VERSION, "base": cfg.model.policy, "recipe": asdict(cfg.warm_start),
+    recipe = asdict(cfg.warm_start) | {"dtype": autocast_dtype(cfg.warm_start.dtype)}  # the weights depend on the resolved one
+    parts = {"version": RECIPE_VERSION, "base": cfg.model.policy, "recipe": recipe,
              "prompt": [cfg.rollout.max_prompt_tokens, cfg.rollout.n_ancestors, cfg.task.timeout_s]}
     if _operators(cfg) != ["edit"]:  # the edit-only default keeps the keys (and caches) it always had
         parts["operators"] = _operators(cfg)
@@ -251,7 +264,7 @@ def train(model, examples: list[Example], cfg, pad_id: int, progress: bool = Tru
         from tqdm import tqdm
 
         bar = tqdm(steps, desc="warm start", leave=False)
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if ws.bf16 else contextlib.nullcontext()
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if autocast_dtype(ws.dtype) == "bfloat16" else contextlib.nullcontext()
     for group in bar:
         with autocast:
             loss = _loss(model, group, pad_id)
@@ -291,7 +304,7 @@ def build(cfg, out: Path, progress: bool = True) -> Path:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
     summary = {"key": out.name, "recipe_version": RECIPE_VERSION, "base": cfg.model.policy, "tasks": _tasks(cfg),
-               "recipe": asdict(cfg.warm_start), "examples": len(examples),
+               "recipe": asdict(cfg.warm_start), "autocast": autocast_dtype(cfg.warm_start.dtype), "examples": len(examples),
                "parents": len({(e.task, e.parent) for e in examples}), "mutations_drawn": stats["drawn"],
                "mutations_valid": stats["valid"], "prompts_by_operator": stats.get("operators", {}),
                "loss_first": losses[0], "loss_last": losses[-1], "losses": losses,
