@@ -235,9 +235,10 @@ def test_step_with_two_ppo_mini_batches_matches(tiny_model, tokenizer):
     moved = max((weights[True][k] - tiny_model.state_dict()[k]).abs().max().item() for k in weights[True])
     assert moved > 5e-3
     # Adam moves each weight by ~lr whatever its gradient's size, so round-off in a near-0 gradient
-    # shows at ~1e-5 after two steps; a wrong layout moves weights by ~lr (1e-2).
+    # shows at ~1e-5 after two steps (up to 5.2e-5 for one weight of 4096 on an AVX2-only CPU, whose
+    # kernels round differently); a wrong layout moves weights by ~lr (1e-2), 50x the tolerance.
     for name in weights[False]:
-        torch.testing.assert_close(weights[True][name], weights[False][name], atol=5e-5, rtol=1e-4, msg=name)
+        torch.testing.assert_close(weights[True][name], weights[False][name], atol=2e-4, rtol=1e-4, msg=name)
 
 
 def test_attention_without_4d_masks_falls_back_with_one_line(tiny_model, tokenizer, capsys):
