@@ -20,6 +20,8 @@ import time
 
 import torch
 
+from train.warm_start import cpu_has_native_bf16
+
 
 def _median_s(fn, repeats: int) -> float:
     fn()  # warm-up: oneDNN picks its kernels on the first call
@@ -60,7 +62,7 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=128, help="rows of the matmul; sequence length of the step")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
-    native = bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    native = cpu_has_native_bf16()  # what warm_start.dtype: auto decides on
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU capability "
           f"{torch.backends.cpu.get_cpu_capability()}, native bf16 (oneDNN): {native}")
     rows = [("matmul 576x1536", matmul_s(torch.float32, args.tokens, args.repeats),

@@ -210,7 +210,7 @@ def test_a_child_that_changes_nothing_is_unchanged_not_a_program():
 
 
 def test_auto_dtype_trains_in_bf16_only_on_a_cpu_with_native_bf16_and_keys_the_cache_by_it(tmp_path, monkeypatch):
-    """On an AVX2-only CPU torch emulates bf16 matmuls ~40x slower than fp32: auto must pick fp32 there,
+    """On an AVX2-only CPU torch emulates bf16, and a training step is 22x slower than in fp32: auto must pick fp32 there,
     and a model fine-tuned in one dtype must not be reused for the other."""
     import train.warm_start as ws
 

@@ -140,9 +140,9 @@ class WarmStartConfig:
     answers_per_parent: int = _rule(8, lambda v: v >= 1, "must be >= 1")
     epochs: int = _rule(2, lambda v: v >= 1, "must be >= 1")  # passes over the prompts; one optimizer step per prompt
     lr: float = _rule(5.0e-5, lambda v: v > 0, "must be > 0")
-    # autocast dtype for the fine-tune (weights stay fp32). auto: bfloat16 where the CPU computes it
-    # natively (AVX512-BF16/AMX) or on a GPU, else float32: on an AVX2-only CPU bf16 matmuls are emulated
-    # and ~40x slower than fp32 (BENCHMARKS.md "Warm start")
+    # autocast dtype for the fine-tune, which runs on the CPU (weights stay fp32). auto: bfloat16 where the
+    # CPU computes it natively (AVX512-BF16/AMX), else float32: on an AVX2-only CPU bf16 is emulated and a
+    # training step is 22x slower than in fp32 (BENCHMARKS.md "CPU dtype")
     dtype: Literal["auto", "bfloat16", "float32"] = "auto"
     seed: int = 0
 
