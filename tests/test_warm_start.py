@@ -12,7 +12,7 @@ import torch
 from rollout.edits import child_program
 from rollout.operators import make_operator
 from tasks import load_task
-from train.warm_start_data import Mutation, _numbers, answer_for, combine, mutate
+from train.warm_start_data import Mutation, _binary_operators, _line_mutation, _numbers, answer_for, combine, mutate
 
 TASKS = ["circle_packing_26", "keane_bump_10", "symreg_chemistry", "eggholder"]
 
@@ -38,7 +38,7 @@ def test_numeric_mutations_stay_inside_the_evolve_block_and_change_only_numbers(
     start, end = code.index("# EVOLVE-BLOCK-START"), code.index("# EVOLVE-BLOCK-END")
     rng = np.random.default_rng(3)
     for _ in range(40):
-        m = mutate(code, rng, line_prob=0.0)
+        m = mutate(code, rng, line_prob=0.0, op_prob=0.0)
         assert m.code[:start] == code[:start]
         assert m.code[m.code.index("# EVOLVE-BLOCK-END"):] == code[end:]
         # Same text once every number is masked: only literals changed.
@@ -49,6 +49,82 @@ def test_numeric_mutations_stay_inside_the_evolve_block_and_change_only_numbers(
 def test_numbers_found_are_the_literals_of_the_block():
     code = 'x = 1\n# EVOLVE-BLOCK-START\ny = 0.25 * 3\nz = "7"\n# EVOLVE-BLOCK-END\nw = 9\n'
     assert [t for _, _, t in _numbers(code)] == ["0.25", "3"]  # not 1 or 9 (outside), not "7" (a string)
+
+
+_DOCUMENTED = (
+    "import numpy as np\n"
+    "# EVOLVE-BLOCK-START\n"
+    "def func(x, params):\n"
+    '    """Two terms.\n'
+    "\n"
+    "    Args:\n"
+    "        x (np.ndarray): shape (n, 2).\n"
+    '    """\n'
+    "    # the linear part\n"
+    "    a = x[:, 0] * params[0]\n"
+    "    b = -x[:, 1] / params[1]\n"
+    "    c = a + b ** 2\n"
+    "    return -c\n"
+    "# EVOLVE-BLOCK-END\n"
+)
+
+
+def test_line_mutations_touch_statements_only_never_a_docstring_or_comment_line():
+    # Dropping "x (np.ndarray): ..." out of a docstring is canonically no change at all: the symreg
+    # warm start of recipe version 1 taught exactly that, and its policy wrote nothing else.
+    lines = _DOCUMENTED.splitlines(keepends=True)
+    rng = np.random.default_rng(0)
+    removed, swapped = set(), 0
+    for _ in range(200):
+        m = _line_mutation(_DOCUMENTED, rng)
+        if m is None:
+            continue
+        after = m.code.splitlines(keepends=True)
+        if m.reason == "Remove a line.":
+            (gone,) = [line for line in lines if line not in after]
+            removed.add(gone.strip())
+        else:
+            swapped += 1
+            assert sorted(after) == sorted(lines)
+    assert removed == {"a = x[:, 0] * params[0]", "b = -x[:, 1] / params[1]", "c = a + b ** 2"}
+    assert swapped > 0
+
+
+def test_operator_mutations_change_one_binary_operator_and_never_a_unary_sign():
+    found = [(_DOCUMENTED[start:end], _DOCUMENTED[start - 2:start]) for start, end, _ in _binary_operators(_DOCUMENTED)]
+    # x[:, 0] * p, -x[:, 1] / p, a + b, b ** 2: the two unary minus signs (after "=" and "return") are not operators
+    assert [op for op, _ in found] == ["*", "/", "+", "**"]
+    rng = np.random.default_rng(1)
+    seen = set()
+    for _ in range(100):
+        m = mutate(_DOCUMENTED, rng, line_prob=0.0, op_prob=1.0)
+        old, new = re.fullmatch(r"Try (\S+) -> (\S+)\.", m.reason).groups()
+        seen.add((old, new))
+        assert len(m.code) == len(_DOCUMENTED) + len(new) - len(old)
+        compile(m.code, "<mutant>", "exec")  # still Python
+    assert seen == {("*", "/"), ("*", "**"), ("*", "+"), ("/", "*"), ("+", "-"), ("+", "*"), ("**", "*")}
+
+
+def test_the_warm_start_never_targets_a_child_that_is_its_parent_again(monkeypatch):
+    import train.warm_start_data as data
+    from rewards.evaluator import Evaluation
+    from train.warm_start import _valid_children
+
+    comment_only = _DOCUMENTED.replace("# the linear part", "# the first part")
+    docstring_only = _DOCUMENTED.replace("        x (np.ndarray): shape (n, 2).\n", "")
+    real = _DOCUMENTED.replace("b ** 2", "b ** 3")
+    draws = iter([Mutation(comment_only, "c"), Mutation(docstring_only, "d"), Mutation(real, "r")])
+    monkeypatch.setattr(data, "mutate", lambda code, rng: next(draws))
+
+    class _AllValid:
+        def evaluate_many(self, codes, progress=False):
+            self.codes = codes
+            return [Evaluation(reward=2.6359830849, valid=True, feedback="ok") for _ in codes]
+
+    evaluator = _AllValid()
+    kept, drawn, valid = _valid_children(evaluator, _DOCUMENTED, np.random.default_rng(0), 8, 3, set())
+    assert [m.code for m, _ in kept] == [real] and evaluator.codes == [real]  # the no-ops are not even run
+    assert (drawn, valid) == (1, 1)
 
 
 def test_answer_for_refuses_a_child_that_make_diff_cannot_carry():
@@ -214,6 +290,7 @@ def test_auto_dtype_trains_in_bf16_only_on_a_cpu_with_native_bf16_and_keys_the_c
     and a model fine-tuned in one dtype must not be reused for the other."""
     import train.warm_start as ws
 
+    real_check = ws.cpu_has_native_bf16  # before the monkeypatch below replaces it
     cfg = _cfg(tmp_path, dtype="auto")
     keys = {}
     for native, expected in [(True, "bfloat16"), (False, "float32")]:
@@ -224,7 +301,7 @@ def test_auto_dtype_trains_in_bf16_only_on_a_cpu_with_native_bf16_and_keys_the_c
     assert keys["bfloat16"] != keys["float32"]
     # an explicit dtype and the auto that resolves to it build the same weights, so they share a cache entry
     assert ws.cache_key(_cfg(tmp_path, dtype="float32")) == keys["float32"]
-    assert ws.cpu_has_native_bf16() == bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    assert real_check() == bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())  # on this machine, either way
 
 
 def test_the_old_bf16_switch_is_refused_with_the_new_key_named(tmp_path):

@@ -4,7 +4,8 @@ asks for them, in rewrite and crossover's whole-program format).
 
 Why: the embedded 135M model, prompted cold, writes no edit that applies, so every reward ties and
 GRPO has nothing to learn from. The targets are made from the tasks' own starter programs (random
-numeric and line mutations, kept only when the sandbox says the child is valid), written as answers
+numeric, operator and line mutations, kept only when the sandbox says the child is valid and it is
+not canonically its parent again), written as answers
 by ``rollout.edits.make_diff`` and shown under the very prompts the loop builds (parent, reward,
 feedback, and an ancestor). Nothing comes from outside the repository.
 
@@ -38,7 +39,7 @@ if __package__ in (None, ""):
 import numpy as np
 import torch
 
-RECIPE_VERSION = 1  # bump when the data or training changes, so cached models are rebuilt
+RECIPE_VERSION = 2  # bump when the data or training changes, so cached models are rebuilt
 
 
 @dataclass(frozen=True)
@@ -147,13 +148,16 @@ def ensure_warm_start(cfg, rebuild: bool = False, progress: bool = True) -> Path
 
 
 def _valid_children(evaluator, parent: str, rng: np.random.Generator, want: int, tries: int, seen: set[str]):
-    """Up to ``want`` distinct valid mutants of ``parent`` (from ``tries`` draws) with their results."""
+    """Up to ``want`` distinct valid mutants of ``parent`` (from ``tries`` draws) with their results. A
+    mutant canonically equal to its parent is no target: the loop scores such a child 0 as "unchanged"
+    (train.children), and a policy taught to write it learns to change nothing."""
+    from population.canonical import canonicalize
     from train.warm_start_data import mutate
 
-    draws = []
+    draws, same = [], canonicalize(parent)
     for _ in range(tries):
-        m = mutate(parent, rng, line_prob=0.15)
-        if m is not None and m.code != parent and m.code not in seen:
+        m = mutate(parent, rng)
+        if m is not None and m.code not in seen and canonicalize(m.code) != same:
             seen.add(m.code)
             draws.append(m)
     results = evaluator.evaluate_many([m.code for m in draws])

@@ -1,8 +1,8 @@
 """Synthetic edits for the warm start: small random mutations of a task's starter program, written as
 the answers the policy must learn to give.
 
-Pure text in, text out (no model, no sandbox): ``mutate`` changes one to three numeric literals, or
-swaps or drops a line, inside the program's EVOLVE block when it has one; ``answer_for`` writes the
+Pure text in, text out (no model, no sandbox): ``mutate`` changes one or two numeric literals or one
+arithmetic operator, or swaps or drops a statement line, inside the program's EVOLVE block when it has one; ``answer_for`` writes the
 ``<think>``/``<answer>`` completion in an operator's format (SEARCH/REPLACE blocks by
 ``rollout.edits.make_diff`` for ``edit``, one fenced program for ``rewrite`` and ``crossover``) and
 checks that the operator turns it back into the child exactly, as a policy answer would be turned.
@@ -12,6 +12,7 @@ checks that the operator turns it back into the child exactly, as a policy answe
 from __future__ import annotations
 
 import io
+import keyword
 import re
 import tokenize
 from dataclasses import dataclass
@@ -36,25 +37,24 @@ def _editable_span(code: str) -> tuple[int, int]:
     return (match.start(1), match.end(1)) if match else (0, len(code))
 
 
-def _numbers(code: str) -> list[tuple[int, int, str]]:
-    """(start, end, text) of every numeric literal inside the editable span."""
-    lo, hi = _editable_span(code)
+def _tokens(code: str) -> list[tuple[tokenize.TokenInfo, int]]:
+    """Every token of ``code`` with its character offset; [] when the code does not tokenize."""
     starts = [0]
     for line in code.splitlines(keepends=True):
         starts.append(starts[-1] + len(line))
-    found = []
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+        return [(tok, starts[tok.start[0] - 1] + tok.start[1])
+                for tok in tokenize.generate_tokens(io.StringIO(code).readline)]
     except (tokenize.TokenError, SyntaxError):
         return []
-    for tok in tokens:
-        if tok.type != tokenize.NUMBER or "j" in tok.string.lower() or "_" in tok.string:
-            continue
-        start = starts[tok.start[0] - 1] + tok.start[1]
-        end = starts[tok.end[0] - 1] + tok.end[1]
-        if lo <= start and end <= hi:
-            found.append((start, end, tok.string))
-    return found
+
+
+def _numbers(code: str) -> list[tuple[int, int, str]]:
+    """(start, end, text) of every numeric literal inside the editable span."""
+    lo, hi = _editable_span(code)
+    return [(start, start + len(tok.string), tok.string) for tok, start in _tokens(code)
+            if tok.type == tokenize.NUMBER and "j" not in tok.string.lower() and "_" not in tok.string
+            and lo <= start and start + len(tok.string) <= hi]
 
 
 def _perturb(text: str, rng: np.random.Generator) -> str:
@@ -73,13 +73,26 @@ def _perturb(text: str, rng: np.random.Generator) -> str:
     return f"{new:.{decimals}f}"
 
 
+def _statement_lines(code: str) -> set[int]:
+    """0-based indices of the lines that begin with code: not blank, not a comment, and not the inside
+    or start of a string (dropping a docstring line changes nothing the program computes)."""
+    layout = (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+    first: dict[int, int] = {}
+    for tok, _ in _tokens(code):
+        if tok.type not in layout:
+            first.setdefault(tok.start[0], tok.type)  # the first real token that starts on each line
+    return {row - 1 for row, kind in first.items() if kind not in (tokenize.STRING, tokenize.COMMENT)}
+
+
 def _line_mutation(code: str, rng: np.random.Generator) -> Mutation | None:
     """Swap two adjacent statements of equal indentation, or drop one (the sandbox decides if it still runs)."""
     lo, hi = _editable_span(code)
     lines = code.splitlines(keepends=True)
     offsets = np.cumsum([0] + [len(x) for x in lines])
+    statements = _statement_lines(code)
     body = [i for i, line in enumerate(lines)
-            if lo <= offsets[i] and offsets[i + 1] <= hi and line.strip() and not line.strip().startswith(("#", '"""', "def ", "return"))]
+            if i in statements and lo <= offsets[i] and offsets[i + 1] <= hi
+            and not line.strip().startswith(("def ", "return"))]
     if len(body) < 2:
         return None
     i = int(rng.choice(body))
@@ -94,10 +107,43 @@ def _line_mutation(code: str, rng: np.random.Generator) -> Mutation | None:
     return Mutation("".join(lines), "Remove a line.")
 
 
-def mutate(code: str, rng: np.random.Generator, line_prob: float = 0.2) -> Mutation | None:
+# What a binary arithmetic operator may become: a sign flip, a product for a quotient, a power for a product.
+_SWAPS = {"+": ("-", "*"), "-": ("+",), "*": ("/", "**", "+"), "/": ("*",), "**": ("*",)}
+
+
+def _binary_operators(code: str) -> list[tuple[int, int, str]]:
+    """(start, end, text) of every binary +, -, *, / and ** inside the editable span (not unary signs)."""
+    lo, hi = _editable_span(code)
+    found, previous = [], None
+    for tok, start in _tokens(code):
+        operand_before = previous is not None and (
+            (previous.type in (tokenize.NAME, tokenize.NUMBER) and not keyword.iskeyword(previous.string))
+            or previous.string in (")", "]"))
+        if tok.type == tokenize.OP and tok.string in _SWAPS and operand_before \
+                and lo <= start and start + len(tok.string) <= hi:
+            found.append((start, start + len(tok.string), tok.string))
+        if tok.type not in (tokenize.NL, tokenize.COMMENT):
+            previous = tok
+    return found
+
+
+def _operator_mutation(code: str, rng: np.random.Generator) -> Mutation | None:
+    """Change one binary arithmetic operator (the sandbox decides if the program still runs)."""
+    found = _binary_operators(code)
+    if not found:
+        return None
+    start, end, old = found[int(rng.integers(len(found)))]
+    new = str(rng.choice(_SWAPS[old]))
+    return Mutation(code[:start] + new + code[end:], f"Try {old} -> {new}.")
+
+
+def mutate(code: str, rng: np.random.Generator, line_prob: float = 0.15, op_prob: float = 0.15) -> Mutation | None:
     """One random small change of ``code``, or None when the draw found nothing to change."""
-    if rng.random() < line_prob:
+    draw = rng.random()
+    if draw < line_prob:
         return _line_mutation(code, rng)
+    if draw < line_prob + op_prob:
+        return _operator_mutation(code, rng)
     numbers = _numbers(code)
     if not numbers:
         return None
