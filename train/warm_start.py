@@ -4,7 +4,7 @@ asks for them, in rewrite and crossover's whole-program format).
 
 Why: the embedded 135M model, prompted cold, writes no edit that applies, so every reward ties and
 GRPO has nothing to learn from. The targets are made from the tasks' own starter programs (random
-numeric, operator and line mutations, kept only when the sandbox says the child is valid and it is
+numeric and line mutations, kept only when the sandbox says the child is valid and it is
 not canonically its parent again), written as answers
 by ``rollout.edits.make_diff`` and shown under the very prompts the loop builds (parent, reward,
 feedback, and an ancestor). Nothing comes from outside the repository.

@@ -1,8 +1,8 @@
 """Synthetic edits for the warm start: small random mutations of a task's starter program, written as
 the answers the policy must learn to give.
 
-Pure text in, text out (no model, no sandbox): ``mutate`` changes one or two numeric literals or one
-arithmetic operator, or swaps or drops a statement line, inside the program's EVOLVE block when it has one; ``answer_for`` writes the
+Pure text in, text out (no model, no sandbox): ``mutate`` changes one or two numeric literals, or
+swaps or drops a statement line, inside the program's EVOLVE block when it has one; ``answer_for`` writes the
 ``<think>``/``<answer>`` completion in an operator's format (SEARCH/REPLACE blocks by
 ``rollout.edits.make_diff`` for ``edit``, one fenced program for ``rewrite`` and ``crossover``) and
 checks that the operator turns it back into the child exactly, as a policy answer would be turned.
@@ -12,7 +12,6 @@ checks that the operator turns it back into the child exactly, as a policy answe
 from __future__ import annotations
 
 import io
-import keyword
 import re
 import tokenize
 from dataclasses import dataclass
@@ -107,43 +106,10 @@ def _line_mutation(code: str, rng: np.random.Generator) -> Mutation | None:
     return Mutation("".join(lines), "Remove a line.")
 
 
-# What a binary arithmetic operator may become: a sign flip, a product for a quotient, a power for a product.
-_SWAPS = {"+": ("-", "*"), "-": ("+",), "*": ("/", "**", "+"), "/": ("*",), "**": ("*",)}
-
-
-def _binary_operators(code: str) -> list[tuple[int, int, str]]:
-    """(start, end, text) of every binary +, -, *, / and ** inside the editable span (not unary signs)."""
-    lo, hi = _editable_span(code)
-    found, previous = [], None
-    for tok, start in _tokens(code):
-        operand_before = previous is not None and (
-            (previous.type in (tokenize.NAME, tokenize.NUMBER) and not keyword.iskeyword(previous.string))
-            or previous.string in (")", "]"))
-        if tok.type == tokenize.OP and tok.string in _SWAPS and operand_before \
-                and lo <= start and start + len(tok.string) <= hi:
-            found.append((start, start + len(tok.string), tok.string))
-        if tok.type not in (tokenize.NL, tokenize.COMMENT):
-            previous = tok
-    return found
-
-
-def _operator_mutation(code: str, rng: np.random.Generator) -> Mutation | None:
-    """Change one binary arithmetic operator (the sandbox decides if the program still runs)."""
-    found = _binary_operators(code)
-    if not found:
-        return None
-    start, end, old = found[int(rng.integers(len(found)))]
-    new = str(rng.choice(_SWAPS[old]))
-    return Mutation(code[:start] + new + code[end:], f"Try {old} -> {new}.")
-
-
-def mutate(code: str, rng: np.random.Generator, line_prob: float = 0.15, op_prob: float = 0.15) -> Mutation | None:
+def mutate(code: str, rng: np.random.Generator, line_prob: float = 0.15) -> Mutation | None:
     """One random small change of ``code``, or None when the draw found nothing to change."""
-    draw = rng.random()
-    if draw < line_prob:
+    if rng.random() < line_prob:
         return _line_mutation(code, rng)
-    if draw < line_prob + op_prob:
-        return _operator_mutation(code, rng)
     numbers = _numbers(code)
     if not numbers:
         return None
