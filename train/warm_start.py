@@ -290,7 +290,7 @@ def build(cfg, out: Path, progress: bool = True) -> Path:
     from train.models import TINY_RANDOM, load_policy, resolve_policy_path
 
     start = time.perf_counter()
-    print(f"[helix] warm start: building {out} (once; about 5 minutes on 2 cores)", flush=True)
+    print(f"[helix] warm start: building {out} (once; 3-7 minutes on 2 cores)", flush=True)
     torch.manual_seed(cfg.warm_start.seed)
     if cfg.model.policy != TINY_RANDOM:
         resolve_policy_path(cfg.model.policy, cfg.model.cache_dir)  # a first GGUF conversion says so here
