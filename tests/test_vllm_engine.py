@@ -83,6 +83,7 @@ def _helix(tmp_path, model_dir, *extra, nproc=1):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TMPDIR": str(tmp_path), "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    (tmp_path / "console.txt").write_text(proc.stdout + proc.stderr)
     # A clean exit too: vLLM tears down its own process group at exit (we destroyed it once: traceback).
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     # The console is HELIX's: vLLM's INFO lines, weight warnings and load bars went to library.log.
@@ -96,7 +97,13 @@ def _helix(tmp_path, model_dir, *extra, nproc=1):
 
 @pytest.mark.slow
 def test_the_loop_trains_with_the_vllm_engine_and_syncs_every_step(model_dir, tmp_path):
-    rows = _helix(tmp_path, model_dir)
+    rows = _helix(tmp_path, model_dir, "run.progress=true")
+    # With the bars on, the terminal has HELIX's epoch bar and no library bar: vLLM's counter is a
+    # transient "generate" line, its prompt-rendering bar and transformers' load/save bars are gone.
+    console = (tmp_path / "console.txt").read_text()
+    assert "epochs:" in console and "generate" in console
+    for library_bar in ("Rendering prompts", "Processed prompts", "Loading weights", "Writing model shards"):
+        assert library_bar not in console, library_bar
     assert [r["epoch"] for r in rows] == [1, 2]
     for r in rows:
         assert r["gen_tokens_per_s"] > 0
@@ -135,14 +142,41 @@ def test_colocated_cpu_engines_get_disjoint_cores():
     assert cpu_thread_binding([0], 2) == "0|0"  # fewer cores than ranks: they share
 
 
+def test_vllm_bars_become_one_transient_generate_line():
+    """vLLM calls ``use_tqdm`` for its rendering pass (an iterable) and its sample counter (a total)."""
+    from rollout.vllm_engine import progress_bar
+
+    prompts = [{"prompt_token_ids": [1, 2]}]
+    assert progress_bar(prompts, desc="Rendering prompts") is prompts  # no bar for a pass over in milliseconds
+    bar = progress_bar(total=8, desc="Processed prompts", dynamic_ncols=True, postfix="est. speed input: 0.00 toks/s")
+    try:
+        assert (bar.desc, bar.leave, bar.total) == ("generate", False, 8)
+    finally:
+        bar.close()
+    engine = _engine_with(0)
+    engine.progress = True
+    engine.generate([[1, 2]], _params())
+    assert engine.llm.bars == [progress_bar]
+    engine.progress = False  # rank > 0, or run.progress: false
+    engine.generate([[1, 2]], _params())
+    assert engine.llm.bars == [progress_bar, False]
+
+
+def _params():
+    from rollout.engine_api import SamplingParams
+
+    return SamplingParams(n=1, max_new_tokens=4)
+
+
 class _FakeLLM:
     """Records the calls VLLMEngine makes, to check the sleep/wake protocol that only a GPU runs."""
 
     def __init__(self):
-        self.calls = []
+        self.calls, self.bars = [], []
 
-    def generate(self, requests, params, use_tqdm=False):
+    def generate(self, requests, params, use_tqdm=True):
         self.calls.append("generate")
+        self.bars.append(use_tqdm)
         return [SimpleNamespace(outputs=[]) for _ in requests]
 
     def sleep(self, level):

@@ -111,7 +111,8 @@ class RunConfig:
     wandb: Literal["disabled", "offline", "online"] = "offline"
     progress: bool = True
     # file: library chatter (vLLM's INFO/WARNING lines and load bars, wandb's banners) goes to
-    # RUN_DIR/library.log, so the terminal shows the progress bar, the epoch table and HELIX's own lines.
+    # RUN_DIR/library.log and transformers' bars are off, so the terminal shows the progress bar,
+    # the epoch table and HELIX's own lines. console: everything as the libraries print it.
     library_logs: Literal["file", "console"] = "file"
     # completions written to samples.jsonl for inspection
     samples_per_epoch: int = _rule(2, lambda v: v >= 0, "must be >= 0")

@@ -2,7 +2,8 @@
 
 Libraries talk a lot on start-up: vLLM prints hundreds of INFO and weight-dtype WARNING lines,
 load bars and C++ notices, wandb its banners. With ``run.library_logs: file`` (the default) they go
-to ``RUN_DIR/library.log`` instead; ``console`` leaves them where they were.
+to ``RUN_DIR/library.log`` instead and transformers' load and save bars are off; ``console`` leaves
+them where they were. (vLLM's generation bar is tidied either way: ``rollout.vllm_engine.progress_bar``.)
 """
 
 from __future__ import annotations
@@ -56,5 +57,9 @@ def library_loggers_to(path: Path | None) -> None:
 
 
 def quiet_environment() -> None:
-    """Before wandb starts: its banners off (its own debug logs still go to RUN_DIR/wandb)."""
+    """Before the libraries start: wandb's banners off (its own debug logs still go to RUN_DIR/wandb),
+    and transformers' bars (loading the embedder, writing the export), which would tear the epoch bar."""
     os.environ.setdefault("WANDB_SILENT", "true")
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
