@@ -71,7 +71,8 @@ def test_vllm_logprobs_match_the_trainer_before_and_after_a_weight_sync(model_di
         assert r["gap_after_sync_without_head"] < 1e-4
 
 def _helix(tmp_path, model_dir, *extra, nproc=1):
-    """The real loop with rollout.engine=vllm (scripted answers are not needed: we check plumbing)."""
+    """The real loop with rollout.engine=vllm (scripted answers are not needed: we check plumbing):
+    its metrics rows and its console (stdout + stderr)."""
     launcher = [sys.executable] if nproc == 1 else [sys.executable, "-m", "torch.distributed.run", "--standalone",
                                                     f"--nproc_per_node={nproc}"]
     cmd = [*launcher, str(ROOT / "train" / "helix.py"), "--config", str(ROOT / "configs" / "quickstart.yaml"),
@@ -83,7 +84,6 @@ def _helix(tmp_path, model_dir, *extra, nproc=1):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TMPDIR": str(tmp_path), "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
-    (tmp_path / "console.txt").write_text(proc.stdout + proc.stderr)
     # A clean exit too: vLLM tears down its own process group at exit (we destroyed it once: traceback).
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     # The console is HELIX's: vLLM's INFO lines, weight warnings and load bars went to library.log.
@@ -92,15 +92,15 @@ def _helix(tmp_path, model_dir, *extra, nproc=1):
     assert "[helix] run directory" in proc.stdout and "epoch" in proc.stdout
     library = (tmp_path / "v" / "library.log").read_text()
     assert "INFO" in library and "vllm" in library.lower()
-    return [json.loads(line) for line in (tmp_path / "v" / "metrics.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in (tmp_path / "v" / "metrics.jsonl").read_text().splitlines()]
+    return rows, console
 
 
 @pytest.mark.slow
 def test_the_loop_trains_with_the_vllm_engine_and_syncs_every_step(model_dir, tmp_path):
-    rows = _helix(tmp_path, model_dir, "run.progress=true")
+    rows, console = _helix(tmp_path, model_dir, "run.progress=true")
     # With the bars on, the terminal has HELIX's epoch bar and no library bar: vLLM's counter is a
     # transient "generate" line, its prompt-rendering bar and transformers' load/save bars are gone.
-    console = (tmp_path / "console.txt").read_text()
     assert "epochs:" in console and "generate" in console
     for library_bar in ("Rendering prompts", "Processed prompts", "Loading weights", "Writing model shards"):
         assert library_bar not in console, library_bar
@@ -115,7 +115,7 @@ def test_the_loop_trains_with_the_vllm_engine_and_syncs_every_step(model_dir, tm
 @pytest.mark.slow
 def test_two_ranks_each_own_an_external_launcher_engine(model_dir, tmp_path):
     """torchrun, 2 ranks: each rank's LLM joins the trainer's process group (external_launcher)."""
-    rows = _helix(tmp_path, model_dir, "trainer.strategy=fsdp2", nproc=2)
+    rows, _ = _helix(tmp_path, model_dir, "trainer.strategy=fsdp2", nproc=2)
     assert [r["epoch"] for r in rows] == [1, 2]
     assert all(r["gen_tokens"] > 0 for r in rows)
 
@@ -144,6 +144,7 @@ def test_colocated_cpu_engines_get_disjoint_cores():
 
 def test_vllm_bars_become_one_transient_generate_line():
     """vLLM calls ``use_tqdm`` for its rendering pass (an iterable) and its sample counter (a total)."""
+    from rollout.engine_api import SamplingParams
     from rollout.vllm_engine import progress_bar
 
     prompts = [{"prompt_token_ids": [1, 2]}]
@@ -153,19 +154,13 @@ def test_vllm_bars_become_one_transient_generate_line():
         assert (bar.desc, bar.leave, bar.total) == ("generate", False, 8)
     finally:
         bar.close()
-    engine = _engine_with(0)
+    engine, params = _engine_with(0), SamplingParams(n=1, max_new_tokens=4)
     engine.progress = True
-    engine.generate([[1, 2]], _params())
+    engine.generate([[1, 2]], params)
     assert engine.llm.bars == [progress_bar]
     engine.progress = False  # rank > 0, or run.progress: false
-    engine.generate([[1, 2]], _params())
+    engine.generate([[1, 2]], params)
     assert engine.llm.bars == [progress_bar, False]
-
-
-def _params():
-    from rollout.engine_api import SamplingParams
-
-    return SamplingParams(n=1, max_new_tokens=4)
 
 
 class _FakeLLM:
