@@ -41,6 +41,9 @@ Optional task.yaml keys (all checked at load time):
   makes, with the same checks), and its limit must leave room for loading the program. The cost:
   one more sandbox start (~0.4 s) per program that passes; the gain: a program that hangs costs
   cascade_timeout_s instead of timeout_s.
+* ``warm_start_mutations``: extra kinds of synthetic edit for the warm start (train.warm_start_data),
+  besides its numeric and line changes. ``terms``: a sum of fitted terms (``x[:, 0] * params[0] + ...``)
+  gains one, for tasks whose program is a model with coefficients the harness fits.
 """
 
 from __future__ import annotations
@@ -94,6 +97,7 @@ class Task:
     cascade_timeout_s: float | None = None
     prompt_template: str | None = None  # prompt.md; None: rollout.prompts.DEFAULT_TEMPLATE
     brief: str | None = None  # brief.md: a short description for small models (rollout.description: brief)
+    warm_start_mutations: tuple[str, ...] = ()  # extra warm-start edit kinds (train.warm_start_data.EXTRA)
 
     def prompt_description(self, style: str = "full") -> str:
         """The description a prompt shows: ``brief`` takes brief.md where the task has one."""
@@ -122,6 +126,9 @@ class Task:
         return verdict
 
 
+# Mutation kinds a task may add to the warm start's numeric and line edits (train.warm_start_data.EXTRA)
+WARM_START_MUTATIONS = ("terms",)
+
 # key -> (accepted types, check, what the check means)
 _SPEC: dict[str, tuple[tuple[type, ...], Callable[[Any], bool], str]] = {
     "name": ((str,), bool, "a non-empty string"),
@@ -139,6 +146,8 @@ _OPTIONAL: dict[str, tuple[tuple[type, ...], Callable[[Any], bool], str]] = {
                    "a list of plain file names in the task folder"),
     "cascade_entry": ((str,), str.isidentifier, "a Python identifier (a function of the harness)"),
     "cascade_timeout_s": ((int, float), lambda v: v > 0, "a number > 0 (seconds)"),
+    "warm_start_mutations": ((list,), lambda v: len(set(v)) == len(v) and all(n in WARM_START_MUTATIONS for n in v),
+                             "a list of distinct names from: " + ", ".join(WARM_START_MUTATIONS)),
 }
 _TOGETHER = (("harness", "harness_entry"), ("cascade_entry", "cascade_timeout_s"))
 _FILES = ("description.md", "initial_program.py", "verifier.py")
@@ -268,4 +277,5 @@ def load_task(name: str) -> Task:
         cascade_timeout_s=float(spec["cascade_timeout_s"]) if "cascade_timeout_s" in spec else None,
         prompt_template=_read_prompt_template(folder),
         brief=(folder / "brief.md").read_text(encoding="utf-8").strip() + "\n" if (folder / "brief.md").is_file() else None,
+        warm_start_mutations=tuple(spec.get("warm_start_mutations", ())),
     )

@@ -181,6 +181,9 @@ def tasks_dir(tmp_path, monkeypatch):
     (lambda t: t.replace("data_files: [data.npz]", "data_files: [missing.npz]"), ["'missing.npz' is not a file"]),
     (lambda t: t.replace("data_files: [data.npz]", "data_files: [data.npz, data.npz]"), ["lists a name twice"]),
     (lambda t: t.replace("harness:", "harnes:"), ["unknown key 'harnes'", "Did you mean 'harness'"]),
+    (lambda t: t.replace("warm_start_mutations: [terms]", "warm_start_mutations: [term]"), ["distinct names from: terms"]),
+    (lambda t: t.replace("warm_start_mutations: [terms]", "warm_start_mutations: [terms, terms]"), ["distinct names"]),
+    (lambda t: t.replace("warm_start_mutations: [terms]", "warm_start_mutations: terms"), ["'warm_start_mutations' must be"]),
 ])
 def test_harness_and_data_keys_are_validated(tasks_dir, edit, words):
     spec = tasks_dir / "task.yaml"

@@ -99,7 +99,7 @@ def test_the_warm_start_never_targets_a_child_that_is_its_parent_again(monkeypat
     docstring_only = _DOCUMENTED.replace("        x (np.ndarray): shape (n, 2).\n", "")
     real = _DOCUMENTED.replace("b ** 2", "b ** 3")
     draws = iter([Mutation(comment_only, "c"), Mutation(docstring_only, "d"), Mutation(real, "r")])
-    monkeypatch.setattr(data, "mutate", lambda code, rng: next(draws))
+    monkeypatch.setattr(data, "mutate", lambda code, rng, extra=(): next(draws))
 
     class _AllValid:
         def evaluate_many(self, codes, progress=False):

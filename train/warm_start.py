@@ -4,7 +4,8 @@ asks for them, in rewrite and crossover's whole-program format).
 
 Why: the embedded 135M model, prompted cold, writes no edit that applies, so every reward ties and
 GRPO has nothing to learn from. The targets are made from the tasks' own starter programs (random
-numeric and line mutations, kept only when the sandbox says the child is valid and it is
+numeric and line mutations, and the kinds a task adds in its task.yaml's ``warm_start_mutations``,
+kept only when the sandbox says the child is valid and it is
 not canonically its parent again), written as answers
 by ``rollout.edits.make_diff`` and shown under the very prompts the loop builds (parent, reward,
 feedback, and an ancestor). Nothing comes from outside the repository.
@@ -123,6 +124,8 @@ def cache_key(cfg) -> str:
     for name in _tasks(cfg):
         task = load_task(name)
         parts[name] = [task.initial_program, task.prompt_description(cfg.rollout.description), task.prompt_template or ""]
+        if task.warm_start_mutations:  # tasks without extra kinds keep the keys (and caches) they always had
+            parts[name].append(list(task.warm_start_mutations))
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
@@ -147,7 +150,8 @@ def ensure_warm_start(cfg, rebuild: bool = False, progress: bool = True) -> Path
     return out
 
 
-def _valid_children(evaluator, parent: str, rng: np.random.Generator, want: int, tries: int, seen: set[str]):
+def _valid_children(evaluator, parent: str, rng: np.random.Generator, want: int, tries: int, seen: set[str],
+                    extra: tuple[str, ...] = ()):
     """Up to ``want`` distinct valid mutants of ``parent`` (from ``tries`` draws) with their results. A
     mutant canonically equal to its parent is no target: the loop scores such a child 0 as "unchanged"
     (train.children), and a policy taught to write it learns to change nothing."""
@@ -156,7 +160,7 @@ def _valid_children(evaluator, parent: str, rng: np.random.Generator, want: int,
 
     draws, same = [], canonicalize(parent)
     for _ in range(tries):
-        m = mutate(parent, rng)
+        m = mutate(parent, rng, extra=extra)
         if m is not None and m.code not in seen and canonicalize(m.code) != same:
             seen.add(m.code)
             draws.append(m)
@@ -184,7 +188,11 @@ def make_examples(cfg, tokenizer, rng: np.random.Generator, say=print) -> tuple[
         seed_result = evaluator.evaluate(task.initial_program)
         root = Program(task.initial_program, seed_result.reward, seed_result.valid, seed_result.feedback)
         seen = {root.code}
-        kids, drawn, valid = _valid_children(evaluator, root.code, rng, ws.parents - 1, 4 * ws.parents, seen)
+        extra = task.warm_start_mutations
+        kids, drawn, valid = _valid_children(evaluator, root.code, rng, ws.parents - 1, 4 * ws.parents, seen, extra)
+        # A parent made by a task's extra kind gets numeric and line answers only, so no target stacks two
+        # such changes (two grown terms): the data teaches the edit and copying longer lines, not a search's result.
+        stacked = {m.code for m, _ in kids if m.kind}
         stats["drawn"] += drawn
         stats["valid"] += valid
         parents = [(root, [])] + [(Program(m.code, r.reward, r.valid, r.feedback), [root]) for m, r in kids]
@@ -194,7 +202,7 @@ def make_examples(cfg, tokenizer, rng: np.random.Generator, say=print) -> tuple[
             others, start = [], parent.code
             if op == "crossover":  # the mate: the next mutant; the first answer carries both changes
                 mate = parents[1 + i % (len(parents) - 1)][0] if len(parents) > 2 else None
-                both = combine(root.code, parent.code, mate.code) if mate else None
+                both = combine(root.code, parent.code, mate.code) if mate and not {parent.code, mate.code} <= stacked else None
                 result = evaluator.evaluate(both.code) if both else None
                 if result is None or not (result.valid and result.reward > 0):
                     op = "edit"  # as the loop does when it has no mate: the changes clash or break the program
@@ -204,7 +212,8 @@ def make_examples(cfg, tokenizer, rng: np.random.Generator, say=print) -> tuple[
                                    others=others)
             want = ws.answers_per_parent - (1 if others else 0)
             answers, drawn, valid = _valid_children(evaluator, start, rng, want, 3 * ws.answers_per_parent,
-                                                    set(seen) | {parent.code, start})
+                                                    set(seen) | {parent.code, start},
+                                                    () if {parent.code, *(o.code for o in others)} & stacked else extra)
             if others:
                 answers = [(both, result)] + answers
             stats["drawn"] += drawn

@@ -2,7 +2,8 @@
 the answers the policy must learn to give.
 
 Pure text in, text out (no model, no sandbox): ``mutate`` changes one or two numeric literals, or
-swaps or drops a statement line, inside the program's EVOLVE block when it has one; ``answer_for`` writes the
+swaps or drops a statement line, inside the program's EVOLVE block when it has one; a task may opt
+into more kinds in its task.yaml (``warm_start_mutations``, see ``EXTRA``); ``answer_for`` writes the
 ``<think>``/``<answer>`` completion in an operator's format (SEARCH/REPLACE blocks by
 ``rollout.edits.make_diff`` for ``edit``, one fenced program for ``rewrite`` and ``crossover``) and
 checks that the operator turns it back into the child exactly, as a policy answer would be turned.
@@ -11,6 +12,8 @@ checks that the operator turns it back into the child exactly, as a policy answe
 
 from __future__ import annotations
 
+import ast
+import copy
 import io
 import re
 import tokenize
@@ -28,6 +31,7 @@ _EVOLVE = re.compile(r"#\s*EVOLVE-BLOCK-START\s*\n(.*?)#\s*EVOLVE-BLOCK-END", re
 class Mutation:
     code: str  # the mutated program
     reason: str  # one line for <think>: what changed
+    kind: str = ""  # the EXTRA kind that made it; "" for a numeric or line change
 
 
 def _editable_span(code: str) -> tuple[int, int]:
@@ -106,8 +110,85 @@ def _line_mutation(code: str, rng: np.random.Generator) -> Mutation | None:
     return Mutation("".join(lines), "Remove a line.")
 
 
-def mutate(code: str, rng: np.random.Generator, line_prob: float = 0.15) -> Mutation | None:
-    """One random small change of ``code``, or None when the draw found nothing to change."""
+def _coefficient(node: ast.AST) -> tuple[str, int] | None:
+    """(array, index) when ``node`` is a fitted coefficient such as ``params[2]``: a name indexed by one int."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
+            and isinstance(node.slice, ast.Constant) and type(node.slice.value) is int:
+        return node.value.id, node.slice.value
+    return None
+
+
+def _split(node: ast.AST, ops: tuple[type, ...]) -> list[ast.AST]:
+    """The operands of a chain of ``ops`` (``a + b - c`` -> [a, b, c] for Add/Sub)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ops):
+        return _split(node.left, ops) + _split(node.right, ops)
+    return [node]
+
+
+_TIGHTER = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.MatMult)  # "expr + term" keeps expr whole
+
+
+def _term_mutation(code: str, rng: np.random.Generator) -> Mutation | None:
+    """Grow a sum of fitted terms by one: a copy of one of its terms times one of the line's variables,
+    with fresh coefficients (``x[:, 0] * params[0] + ...`` gains ``+ x[:, 0] * params[2] * x[:, 1]``).
+
+    Why: numeric and line mutations only re-weigh or drop what a program has; a model class such as
+    symbolic regression's ``func(x, params)`` improves by gaining a term, an edit those never show. The
+    new coefficients take the next unused indices; the sandbox rejects one past the array's end."""
+    lo, hi = _editable_span(code)
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    lines = code.splitlines(keepends=True)
+    offsets = np.cumsum([0] + [len(x) for x in lines])
+    used: dict[str, set[int]] = {}
+    for node in ast.walk(tree):
+        if (coef := _coefficient(node)) is not None:
+            used.setdefault(coef[0], set()).add(coef[1])
+    sites = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Assign, ast.Return)) or node.value is None or node.lineno != node.end_lineno:
+            continue
+        row = node.lineno - 1
+        if not (lo <= offsets[row] and offsets[row + 1] <= hi) or not (isinstance(node.value, ast.Subscript) or (
+                isinstance(node.value, ast.BinOp) and isinstance(node.value.op, _TIGHTER))):
+            continue
+        terms = _split(node.value, (ast.Add, ast.Sub))
+        fitted = [t for t in terms if any(_coefficient(n) for n in ast.walk(t))]
+        factors = [f for t in terms for f in _split(t, (ast.Mult,))]
+        variables = [f for f in factors if not isinstance(f, ast.Constant) and not any(_coefficient(n) for n in ast.walk(f))]
+        if fitted and variables:
+            sites.append((node, fitted, variables))
+    if not sites:
+        return None
+    node, fitted, variables = sites[int(rng.integers(len(sites)))]
+    term = copy.deepcopy(fitted[int(rng.integers(len(fitted)))])
+    fresh: dict[tuple[str, int], int] = {}
+    for sub in sorted(ast.walk(term), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))):
+        if (coef := _coefficient(sub)) is not None:  # numbered left to right
+            if coef not in fresh:
+                fresh[coef] = max(used[coef[0]]) + 1
+                used[coef[0]].add(fresh[coef])
+            sub.slice = ast.Constant(fresh[coef])
+    new = ast.unparse(ast.BinOp(term, ast.Mult(), copy.deepcopy(variables[int(rng.integers(len(variables)))])))
+    row, line = node.lineno - 1, lines[node.lineno - 1].encode()  # ast's columns count UTF-8 bytes
+    end = node.value.end_col_offset
+    lines[row] = (line[:end] + f" + {new}".encode() + line[end:]).decode()
+    return Mutation("".join(lines), f"Add a term: {new}.", "terms")
+
+
+EXTRA = {"terms": (_term_mutation, 0.35)}  # task.yaml's warm_start_mutations: name -> (mutation, share of draws)
+
+
+def mutate(code: str, rng: np.random.Generator, line_prob: float = 0.15, extra: tuple[str, ...] = ()) -> Mutation | None:
+    """One random small change of ``code``, or None when the draw found nothing to change. ``extra``
+    names further kinds from ``EXTRA`` (a task's ``warm_start_mutations``); with none, the draws are
+    exactly those of a run without them, so tasks that do not opt in keep their warm start."""
+    for name in extra:
+        kind, share = EXTRA[name]
+        if rng.random() < share:
+            return kind(code, rng)
     if rng.random() < line_prob:
         return _line_mutation(code, rng)
     numbers = _numbers(code)
