@@ -109,6 +109,8 @@ def test_no_target_stacks_two_grown_terms(tmp_path, tokenizer, monkeypatch):
     grown_parent = {e.parent: bool(grown_term.search(tokenizer.decode(e.prompt_ids).split("## Current Program")[1]))
                     for e in examples}
     assert 0 < sum(grown_parent.values()) < len(grown_parent)  # some parents hold a grown term, some do not
+    starter = [e.answer for e in examples if e.parent == 0]  # the prompt every run starts from
+    assert len(starter) == 6 and any(a.startswith("<think>\nAdd a term:") for a in starter)
     growing = [e for e in examples if e.answer.startswith("<think>\nAdd a term:")]
     assert growing and not any(grown_parent[e.parent] for e in growing)
     for e in examples:

@@ -189,9 +189,15 @@ def make_examples(cfg, tokenizer, rng: np.random.Generator, say=print) -> tuple[
         root = Program(task.initial_program, seed_result.reward, seed_result.valid, seed_result.feedback)
         seen = {root.code}
         extra = task.warm_start_mutations
-        kids, drawn, valid = _valid_children(evaluator, root.code, rng, ws.parents - 1, 4 * ws.parents, seen, extra)
-        # A parent made by a task's extra kind gets numeric and line answers only, so no target stacks two
-        # such changes (two grown terms): the data teaches the edit and copying longer lines, not a search's result.
+        # With extra kinds, half the parents come from draws of every kind (they may hold, e.g., a grown term)
+        # and half from numeric and line draws only, whose answers may then use the extra kinds too. A
+        # parent made by an extra kind gets numeric and line answers only, so no target stacks two such
+        # changes (two grown terms): the data teaches the edit and copying the longer line, not a search's result.
+        plain = (ws.parents - 1) - (ws.parents - 1) // 2 if extra else ws.parents - 1
+        kids, drawn, valid = _valid_children(evaluator, root.code, rng, plain, 4 * ws.parents, seen)
+        if extra:
+            more = _valid_children(evaluator, root.code, rng, ws.parents - 1 - len(kids), 4 * ws.parents, seen, extra)
+            kids, drawn, valid = kids + more[0], drawn + more[1], valid + more[2]
         stacked = {m.code for m, _ in kids if m.kind}
         stats["drawn"] += drawn
         stats["valid"] += valid
@@ -211,8 +217,11 @@ def make_examples(cfg, tokenizer, rng: np.random.Generator, say=print) -> tuple[
             prompt = builder.build(parent, ancestors, layout=make_operator(op, task.entry_function).layout(),
                                    others=others)
             want = ws.answers_per_parent - (1 if others else 0)
+            # Targets are new programs; with extra kinds they may be other prompts' parents too (symreg's starter
+            # has four index literals: its numeric mutants are mostly parents already, and its prompt, the one
+            # every run starts from, would be left with one or two answers).
             answers, drawn, valid = _valid_children(evaluator, start, rng, want, 3 * ws.answers_per_parent,
-                                                    set(seen) | {parent.code, start},
+                                                    (set() if extra else set(seen)) | {parent.code, start},
                                                     () if {parent.code, *(o.code for o in others)} & stacked else extra)
             if others:
                 answers = [(both, result)] + answers

@@ -178,7 +178,7 @@ def _term_mutation(code: str, rng: np.random.Generator) -> Mutation | None:
     return Mutation("".join(lines), f"Add a term: {new}.", "terms")
 
 
-EXTRA = {"terms": (_term_mutation, 0.35)}  # task.yaml's warm_start_mutations: name -> (mutation, share of draws)
+EXTRA = {"terms": (_term_mutation, 0.5)}  # task.yaml's warm_start_mutations: name -> (mutation, share of draws)
 
 
 def mutate(code: str, rng: np.random.Generator, line_prob: float = 0.15, extra: tuple[str, ...] = ()) -> Mutation | None:
