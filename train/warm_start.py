@@ -189,16 +189,7 @@ def make_examples(cfg, tokenizer, rng: np.random.Generator, say=print) -> tuple[
         root = Program(task.initial_program, seed_result.reward, seed_result.valid, seed_result.feedback)
         seen = {root.code}
         extra = task.warm_start_mutations
-        # With extra kinds, half the parents come from draws of every kind (they may hold, e.g., a grown term)
-        # and half from numeric and line draws only, whose answers may then use the extra kinds too. A
-        # parent made by an extra kind gets numeric and line answers only, so no target stacks two such
-        # changes (two grown terms): the data teaches the edit and copying the longer line, not a search's result.
-        plain = (ws.parents - 1) - (ws.parents - 1) // 2 if extra else ws.parents - 1
-        kids, drawn, valid = _valid_children(evaluator, root.code, rng, plain, 4 * ws.parents, seen)
-        if extra:
-            more = _valid_children(evaluator, root.code, rng, ws.parents - 1 - len(kids), 4 * ws.parents, seen, extra)
-            kids, drawn, valid = kids + more[0], drawn + more[1], valid + more[2]
-        stacked = {m.code for m, _ in kids if m.kind}
+        kids, drawn, valid = _valid_children(evaluator, root.code, rng, ws.parents - 1, 4 * ws.parents, seen, extra)
         stats["drawn"] += drawn
         stats["valid"] += valid
         parents = [(root, [])] + [(Program(m.code, r.reward, r.valid, r.feedback), [root]) for m, r in kids]
@@ -208,7 +199,7 @@ def make_examples(cfg, tokenizer, rng: np.random.Generator, say=print) -> tuple[
             others, start = [], parent.code
             if op == "crossover":  # the mate: the next mutant; the first answer carries both changes
                 mate = parents[1 + i % (len(parents) - 1)][0] if len(parents) > 2 else None
-                both = combine(root.code, parent.code, mate.code) if mate and not {parent.code, mate.code} <= stacked else None
+                both = combine(root.code, parent.code, mate.code) if mate else None
                 result = evaluator.evaluate(both.code) if both else None
                 if result is None or not (result.valid and result.reward > 0):
                     op = "edit"  # as the loop does when it has no mate: the changes clash or break the program
@@ -221,8 +212,7 @@ def make_examples(cfg, tokenizer, rng: np.random.Generator, say=print) -> tuple[
             # has four index literals: its numeric mutants are mostly parents already, and its prompt, the one
             # every run starts from, would be left with one or two answers).
             answers, drawn, valid = _valid_children(evaluator, start, rng, want, 3 * ws.answers_per_parent,
-                                                    (set() if extra else set(seen)) | {parent.code, start},
-                                                    () if {parent.code, *(o.code for o in others)} & stacked else extra)
+                                                    (set() if extra else set(seen)) | {parent.code, start}, extra)
             if others:
                 answers = [(both, result)] + answers
             stats["drawn"] += drawn

@@ -129,8 +129,11 @@ _TIGHTER = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
 
 
 def _term_mutation(code: str, rng: np.random.Generator) -> Mutation | None:
-    """Grow a sum of fitted terms by one: a copy of one of its terms times one of the line's variables,
-    with fresh coefficients (``x[:, 0] * params[0] + ...`` gains ``+ x[:, 0] * params[2] * x[:, 1]``).
+    """Grow a sum of fitted terms by one: a copy of one of its simplest terms (fewest factors) times one of
+    the line's variables, with fresh coefficients (``x[:, 0] * params[0] + ...`` gains
+    ``+ x[:, 0] * params[2] * x[:, 1]``). Copying only the simplest terms keeps repeated growth from
+    multiplying up: the data shows the edit, not the result of a search (two growths of a grown term can
+    already reach symreg_physics' cubic law).
 
     Why: numeric and line mutations only re-weigh or drop what a program has; a model class such as
     symbolic regression's ``func(x, params)`` improves by gaining a term, an edit those never show. The
@@ -163,7 +166,9 @@ def _term_mutation(code: str, rng: np.random.Generator) -> Mutation | None:
     if not sites:
         return None
     node, fitted, variables = sites[int(rng.integers(len(sites)))]
-    term = copy.deepcopy(fitted[int(rng.integers(len(fitted)))])
+    size = {id(t): len(_split(t, (ast.Mult,))) for t in fitted}
+    simplest = [t for t in fitted if size[id(t)] == min(size.values())]  # so growing twice never multiplies up
+    term = copy.deepcopy(simplest[int(rng.integers(len(simplest)))])
     fresh: dict[tuple[str, int], int] = {}
     for sub in sorted(ast.walk(term), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))):
         if (coef := _coefficient(sub)) is not None:  # numbered left to right
