@@ -31,7 +31,6 @@ _EVOLVE = re.compile(r"#\s*EVOLVE-BLOCK-START\s*\n(.*?)#\s*EVOLVE-BLOCK-END", re
 class Mutation:
     code: str  # the mutated program
     reason: str  # one line for <think>: what changed
-    kind: str = ""  # the EXTRA kind that made it; "" for a numeric or line change
 
 
 def _editable_span(code: str) -> tuple[int, int]:
@@ -180,7 +179,7 @@ def _term_mutation(code: str, rng: np.random.Generator) -> Mutation | None:
     row, line = node.lineno - 1, lines[node.lineno - 1].encode()  # ast's columns count UTF-8 bytes
     end = node.value.end_col_offset
     lines[row] = (line[:end] + f" + {new}".encode() + line[end:]).decode()
-    return Mutation("".join(lines), f"Add a term: {new}.", "terms")
+    return Mutation("".join(lines), f"Add a term: {new}.")
 
 
 EXTRA = {"terms": (_term_mutation, 0.5)}  # task.yaml's warm_start_mutations: name -> (mutation, share of draws)
