@@ -39,6 +39,13 @@ def _editable_span(code: str) -> tuple[int, int]:
     return (match.start(1), match.end(1)) if match else (0, len(code))
 
 
+def _rows_in_span(code: str) -> set[int]:
+    """0-based indices of the lines wholly inside the editable span."""
+    lo, hi = _editable_span(code)
+    ends = np.cumsum([0] + [len(x) for x in code.splitlines(keepends=True)])
+    return {i for i in range(len(ends) - 1) if lo <= ends[i] and ends[i + 1] <= hi}
+
+
 def _tokens(code: str) -> list[tuple[tokenize.TokenInfo, int]]:
     """Every token of ``code`` with its character offset; [] when the code does not tokenize."""
     starts = [0]
@@ -88,13 +95,9 @@ def _statement_lines(code: str) -> set[int]:
 
 def _line_mutation(code: str, rng: np.random.Generator) -> Mutation | None:
     """Swap two adjacent statements of equal indentation, or drop one (the sandbox decides if it still runs)."""
-    lo, hi = _editable_span(code)
     lines = code.splitlines(keepends=True)
-    offsets = np.cumsum([0] + [len(x) for x in lines])
-    statements = _statement_lines(code)
-    body = [i for i, line in enumerate(lines)
-            if i in statements and lo <= offsets[i] and offsets[i + 1] <= hi
-            and not line.strip().startswith(("def ", "return"))]
+    editable = _statement_lines(code) & _rows_in_span(code)
+    body = [i for i, line in enumerate(lines) if i in editable and not line.strip().startswith(("def ", "return"))]
     if len(body) < 2:
         return None
     i = int(rng.choice(body))
@@ -137,13 +140,11 @@ def _term_mutation(code: str, rng: np.random.Generator) -> Mutation | None:
     Why: numeric and line mutations only re-weigh or drop what a program has; a model class such as
     symbolic regression's ``func(x, params)`` improves by gaining a term, an edit those never show. The
     new coefficients take the next unused indices; the sandbox rejects one past the array's end."""
-    lo, hi = _editable_span(code)
     try:
         tree = ast.parse(code)
     except SyntaxError:
         return None
-    lines = code.splitlines(keepends=True)
-    offsets = np.cumsum([0] + [len(x) for x in lines])
+    lines, editable = code.splitlines(keepends=True), _rows_in_span(code)
     used: dict[str, set[int]] = {}
     for node in ast.walk(tree):
         if (coef := _coefficient(node)) is not None:
@@ -152,8 +153,7 @@ def _term_mutation(code: str, rng: np.random.Generator) -> Mutation | None:
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Assign, ast.Return)) or node.value is None or node.lineno != node.end_lineno:
             continue
-        row = node.lineno - 1
-        if not (lo <= offsets[row] and offsets[row + 1] <= hi) or not (isinstance(node.value, ast.Subscript) or (
+        if node.lineno - 1 not in editable or not (isinstance(node.value, ast.Subscript) or (
                 isinstance(node.value, ast.BinOp) and isinstance(node.value.op, _TIGHTER))):
             continue
         terms = _split(node.value, (ast.Add, ast.Sub))
@@ -165,8 +165,8 @@ def _term_mutation(code: str, rng: np.random.Generator) -> Mutation | None:
     if not sites:
         return None
     node, fitted, variables = sites[int(rng.integers(len(sites)))]
-    size = {id(t): len(_split(t, (ast.Mult,))) for t in fitted}
-    simplest = [t for t in fitted if size[id(t)] == min(size.values())]  # so growing twice never multiplies up
+    sizes = [len(_split(t, (ast.Mult,))) for t in fitted]
+    simplest = [t for t, n in zip(fitted, sizes) if n == min(sizes)]  # so growing twice never multiplies up
     term = copy.deepcopy(simplest[int(rng.integers(len(simplest)))])
     fresh: dict[tuple[str, int], int] = {}
     for sub in sorted(ast.walk(term), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))):
