@@ -97,7 +97,7 @@ def main() -> None:
     ev = Evaluator(task, workers=args.workers)
     starter = task.initial_program
     base = ev.evaluate(starter).reward
-    print(f"starter {base:.5f}; the issue's +10% goal {1.1 * base:.5f}")
+    print(f"starter {base:.5f}; +10% over it: {1.1 * base:.5f}")
     budgets = [b for b in BUDGETS if b < args.evaluations] + [args.evaluations]
     print("| program | " + " | ".join(f"best after {b}" for b in budgets) + " | vs starter |")
     print("|---|" + "---|" * len(budgets) + "---|")
