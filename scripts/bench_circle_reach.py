@@ -57,7 +57,7 @@ def search(ev: Evaluator, starter: str, evaluations: int, seed: int) -> tuple[li
     sites = [site for site in _numbers(starter) if "." in site[2]]
     best_x = np.array([float(text) for _, _, text in sites])
     best = ev.evaluate(starter).reward
-    best_code, step, stale, trace = starter, 0.05, 0, [best]
+    step, stale, trace = 0.05, 0, [best]
     while len(trace) + 8 <= evaluations:
         xs = []
         for _ in range(8):
@@ -70,12 +70,12 @@ def search(ev: Evaluator, starter: str, evaluations: int, seed: int) -> tuple[li
         trace += list(np.maximum.accumulate([best] + rewards)[1:])
         top = int(np.argmax(rewards))
         if rewards[top] > best:
-            best, best_x, best_code, stale = rewards[top], xs[top], codes[top], 0
+            best, best_x, stale = rewards[top], xs[top], 0
         else:
             stale += 1
             if stale == 4:
                 step, stale = max(step / 2, 0.002), 0
-    return trace, best_code
+    return trace, with_values(starter, sites, best_x)
 
 
 def structural(starter: str) -> dict[str, str]:
