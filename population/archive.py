@@ -289,6 +289,11 @@ class Archive:
                             (code_hash,)).fetchone()
         return None if r is None else np.frombuffer(r[0], dtype=np.float32).copy()
 
+    def program_hashes(self) -> dict[str, int]:
+        """Each stored code hash (``put_embeddings``), with the id of the first program that has it."""
+        rows = self.db.execute("SELECT code_hash, MIN(id) FROM solutions WHERE code_hash IS NOT NULL GROUP BY code_hash")
+        return {h: int(i) for h, i in rows}
+
     def program_ids(self, max_epoch: int | None = None) -> np.ndarray:
         """Ids of the solutions that are programs (they have an embedding), up to an epoch."""
         bound = (1 << 62) if max_epoch is None else max_epoch

@@ -64,6 +64,11 @@ class EvolutionConfig:
         None, lambda v: all(w >= 0 for w in v.values()) and sum(v.values()) > 0,
         "must give every operator a weight >= 0, and one a weight > 0")
     best_shot_k: int = _rule(2, lambda v: v >= 1, "must be >= 1")  # programs shown as versions v0..v{k-1}
+    # A child that is a program an earlier epoch already archived (same code up to layout and
+    # comments). score: run and rewarded like any child (the paper). zero: archived as a repeat,
+    # not run, reward 0 and kept out of the pool, as a no-op edit is: writing a known program
+    # again earns nothing, so GRPO cannot settle on one safe edit. Counted in repeat_frac either way.
+    repeats: Literal["score", "zero"] = "score"
 
     def __post_init__(self):
         if self.operators is None:

@@ -4,7 +4,9 @@ A child is what the prompt's operator (rollout.operators) makes of the completio
 parent with the SEARCH/REPLACE edits applied. An answer that yields no program is archived as a
 failed edit with the reason as feedback, and never run. Nor is a
 child whose edits change nothing (canonically equal to its parent, or for a crossover to either
-parent): it is archived as "unchanged" with reward 0 and stays out of the selection pool. With
+parent): it is archived as "unchanged" with reward 0 and stays out of the selection pool. A
+child that is a program an earlier epoch archived is a *repeat* (``metrics["repeat"]``); under
+``evolution.repeats: zero`` it is treated like an unchanged one, not run and rewarded 0. With
 ``rollout.batch_size`` > 0 the engine hands over each batch of prompts as it finishes, and
 ``BackgroundEvaluation`` evaluates those children in a thread while the next batch generates:
 on a GPU node the sandbox pool (CPU) then runs under generation (GPU) instead of after it.
@@ -26,11 +28,18 @@ SAME = ("The answer is a parent again (same code up to layout and comments). Cha
         "computes.")
 
 
+def repeat_feedback(solution_id: int) -> str:
+    return (f"This program is already in the archive (solution {solution_id}), so it earns nothing again. "
+            "Change what it computes in a way not tried before.")
+
+
 def evaluate_children(task, evaluator, jobs: list, outputs: list[list[tuple]], epoch: int,
-                      progress: bool) -> list[Child]:
+                      progress: bool, archived=None, repeats: str = "score") -> list[Child]:
     """Apply each completion's edits to its parent and evaluate the new programs in the sandbox.
     ``jobs``: the prompts (train.epoch_loop.Job); ``outputs``: their completions as
-    (token_ids, text, truncated)."""
+    (token_ids, text, truncated). ``archived(code)``: the archive id of a program with this code
+    from an earlier epoch, or None (train.evolution.Evolution.archived); ``repeats``: what a
+    repeat gets (evolution.repeats)."""
     children, programs = [], []
     for job, group in zip(jobs, outputs):
         parent_forms = {canonicalize(job.parent_code)}
@@ -53,12 +62,17 @@ def evaluate_children(task, evaluator, jobs: list, outputs: list[list[tuple]], e
                 # not join the pool, and the learner sees reward 0, so copying the parent earns nothing.
                 child.feedback, child.metrics = UNCHANGED if job.operator == "edit" else SAME, {"unchanged": 1.0}
                 continue
+            known = archived(child.code) if archived is not None else None
+            if known is not None and repeats == "zero":
+                child.feedback, child.metrics = repeat_feedback(known), {"repeat": 1.0}
+                continue
             child.is_program = True
+            child.metrics = {"repeat": 1.0} if known is not None else {}
             programs.append(child)
     for child, result in zip(programs, evaluator.evaluate_many([c.code for c in programs], progress=progress)):
         child.reward, child.valid, child.feedback, child.eval_time_s = (result.reward, result.valid, result.feedback,
                                                                         result.eval_time_s)
-        child.metrics = dict(result.metrics, status_ok=float(result.status == "ok"))
+        child.metrics = dict(result.metrics, status_ok=float(result.status == "ok"), **child.metrics)
         if result.status == "infra":  # never judged (rewards.ray_eval): archived for the record only
             child.is_program = False
     return children
@@ -67,8 +81,10 @@ def evaluate_children(task, evaluator, jobs: list, outputs: list[list[tuple]], e
 class BackgroundEvaluation:
     """One epoch's children, evaluated batch by batch in one background thread, in job order."""
 
-    def __init__(self, task, evaluator, jobs: list, epoch: int):
+    def __init__(self, task, evaluator, jobs: list, epoch: int, archived=None, repeats: str = "score"):
+        """``archived``, ``repeats``: as for ``evaluate_children``."""
         self._task, self._evaluator, self._jobs, self._epoch = task, evaluator, jobs, epoch
+        self._archived, self._repeats = archived, repeats
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="helix-evaluate")
         self._parts: list = []
         self._next = 0  # the first job not yet submitted: batches must come in order, without gaps
@@ -85,7 +101,8 @@ class BackgroundEvaluation:
     def _evaluate(self, jobs: list, outputs: list[list[tuple]], progress: bool):
         start = time.perf_counter()
         try:
-            return evaluate_children(self._task, self._evaluator, jobs, outputs, self._epoch, progress)
+            return evaluate_children(self._task, self._evaluator, jobs, outputs, self._epoch, progress,
+                                     self._archived, self._repeats)
         finally:
             self.busy_s += time.perf_counter() - start  # one worker thread: no race
 

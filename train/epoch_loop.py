@@ -288,7 +288,8 @@ class HelixRun:
             params = SamplingParams.from_config(cfg.rollout, seed=seed)
             on_batch = None
             if self.main:
-                epoch.evaluation = BackgroundEvaluation(self.task, self.main.evaluator, epoch.jobs, epoch.number)
+                epoch.evaluation = BackgroundEvaluation(self.task, self.main.evaluator, epoch.jobs, epoch.number,
+                                                        self.main.evo.archived, cfg.evolution.repeats)
                 if cfg.rollout.batch_size:
                     on_batch = lambda first, groups: epoch.evaluation.submit(first, plain(groups))  # noqa: E731
             on_module = self.learner is not None and self.on_module

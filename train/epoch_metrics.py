@@ -46,6 +46,7 @@ def epoch_metrics(epoch: int, children: list[Child], completion_lengths: list[in
         valid_frac=float(np.mean([c.valid for c in children])),
         edit_fail_frac=float(np.mean([bool(c.metrics.get("edit_failed")) for c in children])),
         unchanged_frac=float(np.mean([bool(c.metrics.get("unchanged")) for c in children])),
+        repeat_frac=float(np.mean([bool(c.metrics.get("repeat")) for c in children])),
         diversity_mean=float(pop_div.mean()) if len(pop_div) else None,
         **_percentiles(pop_div, "diversity"),
         child_diversity_mean=float(child_div.mean()) if len(child_div) else None,

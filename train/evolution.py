@@ -53,6 +53,7 @@ class Evolution:
         self.pool = np.zeros(0, POOL)  # one row per program child (= kNN index row)
         self.population = np.zeros(0, SLOTS)  # P_t, one row per slot
         self.embedded_last = 0
+        self.known: dict[str, int] = {}  # code hash of every program archived -> the first id with it
         if resume is not None:
             self.load_state_dict(resume)
         elif self.archive.count():
@@ -81,6 +82,7 @@ class Evolution:
         self.population = np.zeros(len(state["pop_ids"]), SLOTS)
         for key, (table, column) in _COLUMNS.items():
             getattr(self, table)[column] = state[key]
+        self.known = self.archive.program_hashes()
         self.index.load_state_dict({k.split("/", 1)[1]: v for k, v in state.items() if k.startswith("index/")})
         if hasattr(self.strategy, "load_state_dict"):
             self.strategy.load_state_dict({k.split("/", 1)[1]: v for k, v in state.items() if k.startswith("strategy/")})
@@ -100,8 +102,15 @@ class Evolution:
     def _index(self, ids: list[int], codes: list[str], rows: np.ndarray) -> None:
         emb, hashes, self.embedded_last = self.embedder.embed_cached(codes, self.archive.cached_embedding)
         self.archive.put_embeddings(ids, emb, hashes)
+        for sid, h in zip(ids, hashes):
+            self.known.setdefault(h, sid)
         self.index.add(emb)
         self.pool = np.concatenate([self.pool, rows])
+
+    def archived(self, code: str) -> int | None:
+        """The archive id of a program with this code (up to layout and comments, as the embedding
+        cache keys it), or None. Thread-safe to read while no children are being added."""
+        return self.known.get(self.embedder.code_hash(code))
 
     def sample_parents(self, rng: np.random.Generator) -> list[Parent]:
         ids = self.population["id"].tolist()

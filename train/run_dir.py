@@ -25,6 +25,7 @@ TABLE = [
     ("valid_frac", "valid", "{:>6.2f}"),
     ("edit_fail_frac", " nofit", "{:>6.2f}"),
     ("unchanged_frac", "  same", "{:>6.2f}"),
+    ("repeat_frac", "   rep", "{:>6.2f}"),
     ("zero_std_frac", " 0-std", "{:>6.2f}"),
     ("diversity_mean", "div", "{:>6.3f}"),
     ("kl", "KL", "{:>9.2e}"),
