@@ -3,8 +3,9 @@
 The selection pool is every child that is a program (a completion whose edits applied and
 changed it), one row of ``pool`` each: archive id, reward, validity, and the tag of the
 population slot it was prompted from; row i is also row i of the kNN index. Children whose
-edits failed or changed nothing are archived with their lineage and feedback, but they are no
-new program, so they neither join the pool nor pull their parent's diversity to 0. ``population``
+edits failed or changed nothing (and, under ``evolution.repeats: zero``, repeats of an archived
+program) are archived with their lineage and feedback, but they are no new program, so they
+neither join the pool nor pull their parent's diversity to 0. ``population``
 is P_t: one row per slot, the pool row's archive id and the slot's tag.
 """
 
