@@ -95,6 +95,15 @@ class ScriptedEngine(HFEngine):
         return out
 
 
+def run_scripted(tmp_path, *extra):
+    """``run_helix`` with every prompt answered by ScriptedEngine's four completions (G = 4)."""
+    ENGINES["scripted"] = ScriptedEngine
+    try:
+        return run_helix(tmp_path, "rollout.engine=scripted", "rollout.group_size=4", *extra)
+    finally:
+        del ENGINES["scripted"]
+
+
 class OverlappingScriptedEngine(ScriptedEngine):
     """The scripted answers one prompt at a time, handed over as each is done. Before the second
     prompt it waits (up to 30 s) for the evaluator to start on the first: the overlap, observed."""
@@ -281,12 +290,7 @@ def test_without_a_population_every_prompt_is_the_starter(tmp_path, trainer):
     parents, so every child's parent is the seed and no prompt shows ancestors."""
     from population.archive import Archive
 
-    ENGINES["scripted"] = ScriptedEngine
-    try:
-        run = run_helix(tmp_path, "rollout.engine=scripted", "rollout.group_size=4", "population.enabled=false",
-                        f"trainer.enabled={trainer}", "run.export=false")
-    finally:
-        del ENGINES["scripted"]
+    run = run_scripted(tmp_path, "population.enabled=false", f"trainer.enabled={trainer}", "run.export=false")
     with Archive(run / "archive.sqlite") as arch:
         ids = [int(i) for i in arch.all_ids()]
         children = [arch.get(i) for i in ids[1:]]
@@ -324,12 +328,8 @@ def test_every_selection_strategy_runs_in_the_loop(tmp_path, strategy):
     from population.selection import SELECTION_STRATEGIES
 
     assert strategy in SELECTION_STRATEGIES
-    ENGINES["scripted"] = ScriptedEngine
-    try:
-        run = run_helix(tmp_path, "rollout.engine=scripted", "rollout.group_size=4", f"selection.strategy={strategy}",
-                        "selection.n_islands=2", "selection.reset_every=1", "trainer.enabled=false")
-    finally:
-        del ENGINES["scripted"]
+    run = run_scripted(tmp_path, f"selection.strategy={strategy}", "selection.n_islands=2", "selection.reset_every=1",
+                       "trainer.enabled=false")
     with Archive(run / "archive.sqlite") as arch:
         epoch, ids = arch.get_population()
         tags = arch.population_tags(epoch)
@@ -344,12 +344,7 @@ def test_every_selection_strategy_runs_in_the_loop(tmp_path, strategy):
 def test_invalid_programs_can_be_kept_out_of_selection(tmp_path):
     from population.archive import Archive
 
-    ENGINES["scripted"] = ScriptedEngine
-    try:
-        run = run_helix(tmp_path, "rollout.engine=scripted", "rollout.group_size=4", "selection.include_invalid=false",
-                        "population.size=8", "trainer.enabled=false")
-    finally:
-        del ENGINES["scripted"]
+    run = run_scripted(tmp_path, "selection.include_invalid=false", "population.size=8", "trainer.enabled=false")
     with Archive(run / "archive.sqlite") as arch:
         _, ids = arch.get_population()
         assert ids and all(arch.get(i).valid for i in ids)

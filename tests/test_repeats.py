@@ -113,17 +113,11 @@ def test_the_repeats_setting_is_checked():
 def test_the_loop_counts_a_program_written_again_in_a_later_epoch(tmp_path, capsys, repeats):
     """The scripted policy writes the same two programs in every group, a harmless edit of the starter
     and one that crashes: new in epoch 1 (siblings are no repeats of each other), repeats in epoch 2."""
-    from test_e2e import ScriptedEngine, metrics, run_helix
+    from test_e2e import metrics, run_scripted
 
     from population.archive import Archive
-    from rollout.engines import ENGINES
 
-    ENGINES["scripted"] = ScriptedEngine
-    try:
-        run = run_helix(tmp_path, "rollout.engine=scripted", "rollout.group_size=4", "population.enabled=false",
-                        f"evolution.repeats={repeats}", "run.export=false")
-    finally:
-        del ENGINES["scripted"]
+    run = run_scripted(tmp_path, "population.enabled=false", f"evolution.repeats={repeats}", "run.export=false")
     rows = metrics(run)
     assert [r["repeat_frac"] for r in rows] == [0.0, 0.5]  # 2 + 2 of 8 children per epoch
     with Archive(run / "archive.sqlite") as arch:

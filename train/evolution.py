@@ -54,7 +54,10 @@ class Evolution:
         self.pool = np.zeros(0, POOL)  # one row per program child (= kNN index row)
         self.population = np.zeros(0, SLOTS)  # P_t, one row per slot
         self.embedded_last = 0
-        self.known: dict[str, int] = {}  # code hash of every program archived -> the first id with it
+        # Code hash of every program archived -> the first id with it. A dict beside the archive's
+        # code_hash index because ``archived`` runs on the evaluation thread, which may not use
+        # the archive's SQLite connection.
+        self.known: dict[str, int] = {}
         if resume is not None:
             self.load_state_dict(resume)
         elif self.archive.count():
