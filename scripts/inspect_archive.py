@@ -1,9 +1,10 @@
 """Inspect a HELIX archive: the best solutions, one solution's lineage with the diffs between
-generations, and the Pareto front (reward, Div) of an epoch's population.
+generations, the Pareto front (reward, Div) of an epoch's population, and what the children came to.
 
     .venv/bin/python scripts/inspect_archive.py runs/latest top -k 10
     .venv/bin/python scripts/inspect_archive.py runs/latest lineage 42
     .venv/bin/python scripts/inspect_archive.py runs/latest front --epoch 3
+    .venv/bin/python scripts/inspect_archive.py runs/latest children -k 5
 
 RUN is a run directory (its archive.sqlite and config.yaml are used) or an archive file.
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from child_outcomes import OUTCOMES, child_outcomes
 
 from population.archive import Archive
 from population.diversity import knn_diversity
@@ -83,6 +85,17 @@ def cmd_front(arch: Archive, args, k: int) -> None:
         print(f"{members[i]:>6} {rewards[i]:>12.8g} {div[i]:>8.4f}")
 
 
+def cmd_children(archive: Path, args) -> None:
+    out = child_outcomes(archive, args.k)
+    print(f"{out.children} children: " + ", ".join(f"{label} {out.counts[key]} ({out.frac(key):.2f})" for key, label in OUTCOMES))
+    best = "none valid" if out.best is None else f"{out.best:.8g}, first reached in epoch {out.best_epoch}"
+    print(f"best: {best}")
+    print(f"{out.distinct_valid} distinct valid programs among {out.counts['valid']} valid children; the most written:")
+    print(f"{'copies':>6} {'first':>6} {'epoch':>5} {'reward':>12}  change from its parent")
+    for c in out.most_written:
+        print(f"{c.count:>6} {c.first_id:>6} {c.epoch:>5} {c.reward:>12.8g}  {c.change}")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", help="run directory or archive.sqlite")
@@ -94,8 +107,13 @@ def main(argv=None) -> int:
     p.add_argument("--code", action="store_true", help="print the root program in full")
     p = sub.add_parser("front", help="the Pareto front of an epoch's population")
     p.add_argument("--epoch", type=int, default=None, help="default: the latest")
+    p = sub.add_parser("children", help="children by outcome, distinct valid programs, the most written ones")
+    p.add_argument("-k", type=int, default=5)
     args = parser.parse_args(argv)
     archive, k = _paths(args.run)
+    if args.command == "children":  # read-only: safe on a run that is still going
+        cmd_children(archive, args)
+        return 0
     with Archive(archive) as arch:
         if args.command == "top":
             cmd_top(arch, args)

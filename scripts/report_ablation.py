@@ -4,8 +4,10 @@
     .venv/bin/python scripts/report.py runs/q-circles runs/q-keane --out reports/quality.html
 
 Per folder: best reward so far against children evaluated (one curve per variant, mean over seeds with
-the min-max band) with best-so-far at fixed budgets, the valid fraction of each epoch's children, and
-ablate.py's own summary table when the folder has its ablation.json. Archives are only read.
+the min-max band) with best-so-far at fixed budgets, the valid fraction of each epoch's children,
+ablate.py's own summary table when the folder has its ablation.json, and per run what the children came
+to (scripts/child_outcomes.py: outcomes, distinct valid programs, the most written one). Archives are
+only read.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import re
 from pathlib import Path
 
+import child_outcomes as co
 import plot_ablation as pa
 import report_data as rd
 import yaml
@@ -49,6 +52,24 @@ def _summary_table(folder: Path) -> tuple[list[list[str]], list[str]]:
     return [head] + rows, [f"{data['title']}; reproduce: {data['command']}"]
 
 
+def _runs_table(folder: Path) -> list[list[str]]:
+    """One row per run: its best and when it was found, its children by outcome, and how many
+    distinct valid programs they were (a run that found one safe edit and repeated it shows here)."""
+    head = ["run", "children", "best", "found in epoch"] + [label for _, label in co.OUTCOMES] + [
+        "distinct valid programs", "most copies (reward)"]
+    rows = [head]
+    for run in sorted(folder.iterdir()):
+        if not (pa.RUN.match(run.name) and (run / "archive.sqlite").is_file()):
+            continue
+        out = co.child_outcomes(run / "archive.sqlite", k=1)
+        top = out.most_written[0] if out.most_written else None
+        rows.append([run.name, str(out.children), "-" if out.best is None else f"{out.best:.6g}",
+                     "-" if out.best_epoch is None else str(out.best_epoch)]
+                    + [f"{out.frac(key):.2f}" for key, _ in co.OUTCOMES]
+                    + [str(out.distinct_valid), f"{top.count} ({top.reward:.6g})" if top else "-"])
+    return rows
+
+
 def _slug(folder: Path) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", folder.resolve().name)
 
@@ -78,6 +99,9 @@ def build_ablation_report(folders: list[Path], out: Path) -> Path:
                                 save_png(pa.valid_figure(valid, f"{task}: valid fraction per epoch"), out.parent / png)))
         table, notes = _summary_table(folder)
         sections.append(Section(f"{task}: summary ({folder.name})", notes=notes, table=table))
+        sections.append(Section(f"{task}: what each run's children came to ({folder.name})", notes=[
+            "outcomes as fractions of the run's children; programs equal up to layout and comments count once"],
+            table=_runs_table(folder)))
     title = "HELIX ablation report: " + ", ".join(f.resolve().name for f in folders)
     out.write_text(render_html(title, header, sections, [], None), encoding="utf-8")
     return out

@@ -6,6 +6,7 @@ import numpy as np
 from population.archive import Archive
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import child_outcomes
 import inspect_archive
 
 
@@ -76,3 +77,63 @@ def test_the_report_draws_both_edges_of_a_crossover_child(tmp_path):
     assert [(tuple(line.get_xdata()), tuple(line.get_ydata())) for line in dashed] == [((1.0, 2.0), (1.0, 0.0))]
     solid = {(tuple(line.get_xdata()), tuple(line.get_ydata())) for line in fig.axes[0].lines if line.get_linestyle() == "-"}
     assert ((1.0, 2.0), (0.0, 0.0)) in solid  # the first parent's edge, on the chain
+
+
+# ---- what the children came to ----
+STARTER = "import numpy as np\n\nc = np.array([0.5, 0.5])\nr = 0.1\n"
+
+
+def test_children_outcomes_distinct_programs_and_the_most_written(tmp_path, capsys):
+    """Thirteen children of realistic circle rewards: 2 edits that did not apply, 1 unchanged, 1 repeat
+    left unrun, 1 that ran and failed, and 8 valid ones that are only 3 programs (one written 5 times,
+    twice with other layout but the same hash)."""
+    path = tmp_path / "archive.sqlite"
+    row = dict(feedback="f", eval_time_s=0.1)
+    safe = STARTER.replace("c = np.array([0.5, 0.5])\n", "")
+    better = STARTER.replace("0.5, 0.5", "0.45, 0.5")
+    with Archive(path) as arch:
+        (root,) = arch.add_many([dict(row, parent_id=None, epoch=0, code=STARTER, reward=1.8365015544609251, valid=True,
+                                      metrics={})])
+        kids = [(STARTER, 0.0, False, {"edit_failed": 1.0}, 1), (STARTER, 0.0, False, {"edit_failed": 1.0}, 1),
+                (STARTER, 0.0, False, {"unchanged": 1.0}, 1), (safe, 1.7600112, True, {}, 1),
+                (better, 1.8414480, True, {}, 1), (safe, 1.7600112, True, {"repeat": 1.0}, 2),
+                (safe, 0.0, False, {"repeat": 1.0}, 2), (safe + "\n", 1.7600112, True, {"repeat": 1.0}, 2),
+                (STARTER + "x = (\n", 0.0, False, {}, 3), (better, 1.8414480, True, {}, 3),
+                ("# same\n" + safe, 1.7600112, True, {}, 3), (safe, 1.7600112, True, {}, 3),
+                (STARTER.replace("0.1", "0.11"), 1.8546416, True, {}, 4)]
+        ids = arch.add_many([dict(row, parent_id=root, epoch=e, code=c, reward=r, valid=v, metrics=m)
+                             for c, r, v, m, e in kids])
+        # the loop stores a canonical hash for the programs it indexes: layout and comments do not count
+        hashes = {safe: "h-safe", safe + "\n": "h-safe", "# same\n" + safe: "h-safe", better: "h-better"}
+        valid = [(i, c) for i, (c, _, v, _, _) in zip(ids, kids) if v and c in hashes]
+        arch.put_embeddings([i for i, _ in valid], np.zeros((len(valid), 2), np.float32), [hashes[c] for _, c in valid])
+
+    out = child_outcomes.child_outcomes(path, k=2)
+    assert out.children == 13
+    assert out.counts == {"edit_failed": 2, "unchanged": 1, "repeat": 1, "valid": 8, "ran_failed": 1}
+    assert out.frac("valid") == 8 / 13
+    assert out.distinct_valid == 3  # safe (x5), better (x2), the 0.11 radius (x1)
+    assert out.best == 1.8546416 and out.best_epoch == 4
+    (first, second) = out.most_written
+    assert (first.count, first.first_id, first.epoch, first.reward) == (5, ids[3], 1, 1.7600112)
+    assert first.change == "- c = np.array([0.5, 0.5])"
+    assert (second.count, second.first_id, second.reward) == (2, ids[4], 1.841448)
+    assert second.change == "- c = np.array([0.5, 0.5]) | + c = np.array([0.45, 0.5])"
+
+    assert inspect_archive.main([str(path), "children", "-k", "2"]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert text[0] == ("13 children: edit did not apply 2 (0.15), unchanged 1 (0.08), repeat, not run 1 (0.08), "
+                       "valid 8 (0.62), ran and failed 1 (0.08)")
+    assert text[1] == "best: 1.8546416, first reached in epoch 4"
+    assert text[2].startswith("3 distinct valid programs among 8 valid children")
+    assert text[4].split()[:4] == ["5", str(ids[3]), "1", "1.7600112"]
+
+
+def test_children_of_a_run_where_nothing_was_valid(tmp_path):
+    path = tmp_path / "archive.sqlite"
+    with Archive(path) as arch:
+        (root,) = arch.add_many([dict(parent_id=None, epoch=0, code="x", reward=0.0, valid=False, feedback="f")])
+        arch.add_many([dict(parent_id=root, epoch=1, code="x", reward=0.0, valid=False, feedback="f",
+                            metrics={"edit_failed": 1.0})])
+    out = child_outcomes.child_outcomes(path)
+    assert (out.children, out.distinct_valid, out.most_written, out.best, out.best_epoch) == (1, 0, [], None, None)

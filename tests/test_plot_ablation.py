@@ -81,6 +81,11 @@ def test_report_of_ablation_folders(tmp_path, capsys):
     assert f"<td>{np.mean([1.86, 1.90]):.4f} ± {np.std([1.86, 1.90], ddof=1):.4f} (n=2)</td>" in html
     assert "<td>1.88 ± 0.028</td>" in html and "<td>356</td>" in html  # ablate.py's own summary
     assert "reproduce: python scripts/ablate.py --seeds 0 1" in html
+    # per run: evo_only's valid child (1.80) is below the starter, which stays the best (epoch 0);
+    # one edit failed to run, one valid program written once
+    row = ["evo_only-s0", "2", "1.8365", "0", "0.00", "0.00", "0.00", "0.50", "0.50", "1", "1 (1.8)"]
+    assert "".join(f"<td>{cell}</td>" for cell in row) in html
+    assert "".join(f"<td>{c}</td>" for c in ["helix-s1", "2", "1.9", "1"]) in html
 
     out = tmp_path / "both" / "quality.html"
     assert report.main([str(circles), str(keane), "--out", str(out)]) == 0
