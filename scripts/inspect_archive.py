@@ -6,7 +6,8 @@ generations, the Pareto front (reward, Div) of an epoch's population, and what t
     .venv/bin/python scripts/inspect_archive.py runs/latest front --epoch 3
     .venv/bin/python scripts/inspect_archive.py runs/latest children -k 5
 
-RUN is a run directory (its archive.sqlite and config.yaml are used) or an archive file.
+RUN is a run directory (its archive.sqlite and config.yaml are used) or an archive file. The archive
+is opened read-only, so a run that is still going can be inspected and is never written to.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 from child_outcomes import OUTCOMES, child_outcomes
+from report_data import ReadOnlyArchive, RunDirError
 
 from population.archive import Archive
 from population.diversity import knn_diversity
@@ -114,7 +116,11 @@ def main(argv=None) -> int:
     if args.command == "children":  # read-only: safe on a run that is still going
         cmd_children(archive, args)
         return 0
-    with Archive(archive) as arch:
+    try:
+        arch = ReadOnlyArchive(archive)
+    except RunDirError as exc:
+        raise SystemExit(f"inspect_archive: {exc}") from None
+    with arch:
         if args.command == "top":
             cmd_top(arch, args)
         elif args.command == "lineage":

@@ -2,6 +2,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from population.archive import Archive
 
@@ -137,3 +138,24 @@ def test_children_of_a_run_where_nothing_was_valid(tmp_path):
                             metrics={"edit_failed": 1.0})])
     out = child_outcomes.child_outcomes(path)
     assert (out.children, out.distinct_valid, out.most_written, out.best, out.best_epoch) == (1, 0, [], None, None)
+
+
+def test_inspecting_never_writes_the_archive(tmp_path, capsys):
+    """Read-only: an archive from before the operator column keeps its bytes (a writer would migrate
+    it) and still reads, its children as made by edit; a file that is not an archive is a clear exit."""
+    import sqlite3
+    path, (root, a, b, c) = build(tmp_path)
+    db = sqlite3.connect(path)
+    for table in ("solutions", "discarded_solutions"):
+        db.execute(f"ALTER TABLE {table} DROP COLUMN operator")
+    db.commit()
+    db.close()
+    before = path.read_bytes()
+    for command in (["top"], ["lineage", str(c)], ["front"], ["children"]):
+        assert inspect_archive.main([str(path), *command]) == 0
+    assert path.read_bytes() == before
+    assert f"solution {c} (epoch 2, by edit)" in capsys.readouterr().out
+    bad = tmp_path / "notes.sqlite"
+    bad.write_text("not a database, just notes\n" * 100)
+    with pytest.raises(SystemExit, match="not a readable SQLite archive"):
+        inspect_archive.main([str(bad), "top"])
