@@ -1,6 +1,7 @@
 """A filesystem for a sandboxed child that shows only what it needs: its own mount namespace whose
 root is an empty tmpfs holding read-only binds of the system directories (/usr, /etc, ...), the
-Python installation and the runner, plus its own writable working directory. Nothing else on the
+Python installation and the runner, plus its own writable working directory and a /dev/shm of its
+own. Nothing else on the
 machine exists for it: not the repository or another copy of it, not /root, not /tmp, not the
 run directories. Held-out data stays with the verifier in the parent.
 
@@ -74,7 +75,8 @@ class Plan:
     links: tuple[tuple[bytes, bytes], ...]  # (target, link): symlinks met on the way to a bound path
     binds: tuple[tuple[bytes, bytes], ...]  # (host path, path in the tmpfs), read-only ones first
     hide: tuple[bytes, ...]  # final paths covered by an empty tmpfs (held-out data under a bound dir)
-    writable: tuple[bytes, ...]  # final paths remounted writable: the workdir, extra dirs, /dev
+    writable: tuple[bytes, ...]  # final paths remounted writable: the workdir, extra dirs, /dev/shm
+    shm: bytes  # mount options of the child's own /dev/shm (b"": /dev is not bound)
     workdir: bytes
     attr: _MountAttr
     last_cap: int
@@ -100,14 +102,17 @@ def _inside(path: str, folder: str) -> bool:
 
 
 def plan(workdir: str, root: str, visible: tuple[str, ...], hide: tuple[str, ...] = (),
-         writable: tuple[str, ...] = (), userns: bool = False) -> Plan | None:
+         writable: tuple[str, ...] = (), userns: bool = False, shm_mb: int = 64) -> Plan | None:
     """The jail for one child, or None where this machine cannot build one (not root, no syscall).
     ``root``: an empty directory, removed by the caller afterwards; ``visible``: what the child
     sees, read-only, at the same paths (directories or files; missing ones are skipped);
     ``hide``: folders to empty even where they lie under a visible one; ``writable``: directories
     besides the workdir the child may write (a shared results folder); ``userns``: the child enters
     its own user namespace first, which gives a non-root evaluator the capabilities (over that
-    namespace's mounts only) to build the jail."""
+    namespace's mounts only) to build the jail; ``shm_mb``: the size of the child's own /dev/shm
+    (POSIX shared memory and multiprocessing's semaphores live there). The host's /dev/shm is
+    never the child's: it would outlive the child, hold up to half the machine's memory and let
+    programs pass files to each other."""
     if _libc is None or None in (SYS_MOUNT_SETATTR, SYS_PIVOT_ROOT) or (os.geteuid() != 0 and not userns):
         return None
     links: dict[str, str] = {}
@@ -133,18 +138,19 @@ def plan(workdir: str, root: str, visible: tuple[str, ...], hide: tuple[str, ...
 
     hidden = tuple(os.fsencode(h) for h in (os.path.realpath(p) for p in hide if os.path.isdir(p))
                    if any(_inside(h, outer) for outer in read_only))
-    keep = tuple(p.encode() for p in ("/dev", "/dev/shm") if os.path.ismount(p) and "/dev" in read_only)
+    shm = "/dev" in read_only and os.path.isdir("/dev/shm")
     return Plan(os.fsencode(base), tuple(inner(d) for d in sorted(dirs, key=lambda d: (d.count("/"), d))),
                 tuple(inner(f) for f in sorted(files)), tuple((os.fsencode(t), inner(p)) for p, t in links.items()),
                 tuple((os.fsencode(p), inner(p)) for p in (*read_only, *rw)), hidden,
-                tuple(os.fsencode(p) for p in rw) + keep, os.fsencode(rw[0]),
+                tuple(os.fsencode(p) for p in rw) + ((b"/dev/shm",) if shm else ()),
+                f"size={max(1, shm_mb)}m,mode=1777".encode() if shm else b"", os.fsencode(rw[0]),
                 _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0), _last_cap())
 
 
 def enter(p: Plan) -> bool:
     """In the child: a private mount namespace whose root shows only the planned paths, all
-    read-only but the workdir (and /dev). False where a step is refused: then the child must not
-    run (the caller's probe sees it)."""
+    read-only but the workdir and a /dev/shm of its own. False where a step is refused: then the
+    child must not run (the caller's probe sees it)."""
     if _unshare(CLONE_NEWNS) != 0:
         return False
     if _mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:  # nothing propagates back to the host
@@ -160,9 +166,11 @@ def enter(p: Plan) -> bool:
             os.symlink(target, link)
     except OSError:
         return False
-    for source, target in p.binds:  # recursive: /dev/shm, /proc's and /sys's own mounts come along
+    for source, target in p.binds:  # recursive: /proc's and /sys's own mounts come along
         if _mount(source, target, None, MS_BIND | MS_REC, None) != 0:
             return False
+    if p.shm and _mount(b"tmpfs", p.root + b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, p.shm) != 0:
+        return False
     for path in p.hide:
         if _mount(b"tmpfs", p.root + path, b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, b"size=4k,mode=555") != 0:
             return False
@@ -174,10 +182,9 @@ def enter(p: Plan) -> bool:
     if _libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, b"/", AT_RECURSIVE, ctypes.byref(p.attr), ctypes.sizeof(p.attr)) != 0:
         return False
     for path in p.writable:  # a bind remount without MS_RDONLY makes that one mount writable
-        flags = MS_NOSUID | MS_NOEXEC if path == b"/dev" else MS_NOSUID | MS_NODEV  # /dev keeps its device nodes
+        flags = MS_NOSUID | MS_NODEV | (MS_NOEXEC if path == b"/dev/shm" else 0)
         if _mount(None, path, None, MS_REMOUNT | MS_BIND | flags, None) != 0 and not flags & MS_NOEXEC:
             # In a user namespace a noexec the mount already had is locked on: ask again keeping it.
-            # (Never add nodev here: /dev would lose /dev/null.)
             _mount(None, path, None, MS_REMOUNT | MS_BIND | flags | MS_NOEXEC, None)
     os.chdir(p.workdir)
     # A root program could simply remount / read-write. Empty the capability bounding set: at

@@ -17,9 +17,14 @@ Layers (``isolation()`` reports which ones this machine allows):
 * as root, the program runs as ``nobody`` if that account can run this Python with numpy: it
   then cannot write outside its directory and /tmp, signal the trainer or touch runs/, and
   RLIMIT_NPROC applies (the kernel ignores it for root, so a root child does not get it);
+* as root, after its last uid change, a user namespace of its own (no ids mapped): programs share
+  a uid and the host's /proc lists them all, but across user namespaces the kernel refuses one
+  program another's /proc/<pid>/cwd, root, fd targets and memory, the way into a sibling's
+  directory and result file (the non-root path has a user namespace per program already);
 * a private mount namespace (``rewards.fs_jail``) whose root shows only an allow list, read-only:
   the system directories (``fs_jail.SYSTEM_PATHS``), the Python installation and the runner, plus
-  the program's own writable directory. The repository, other checkouts, /root, /tmp and the run
+  the program's own writable directory and a /dev/shm of its own (a tmpfs of memory_mb: the
+  host's would outlive it and pass files between programs). The repository, other checkouts, /root, /tmp and the run
   directories do not exist for it (held-out data); the capability bounding set is emptied, so even
   a uid-0 child cannot remount, override permissions or write the trainer's files. Refused: the
   uid's permissions apply;
@@ -35,9 +40,10 @@ Layers (``isolation()`` reports which ones this machine allows):
   PYTHONHASHSEED (the environment holds nothing else for ``-E`` to ignore);
 * output read incrementally, keeping the last 4 KB; the result file read with an 8 MB cap.
 Not covered: disk use inside the directory beyond RLIMIT_FSIZE per file (no quota); /proc is the
-host's, so a program can read (not write: the mount is read-only) the /proc entries of processes
-of its own uid, their environment included; and where no namespace can be created (not root and
-no unprivileged user namespaces) the program can touch, and signal, whatever the evaluator's uid can.
+host's, so a program can list every process and read its world-readable entries (cmdline, stat),
+though not, across user namespaces, what needs ptrace access; and where no namespace can be created
+(not root and no unprivileged user namespaces) the program can touch, and signal, whatever the
+evaluator's uid can.
 """
 
 from __future__ import annotations
@@ -225,8 +231,10 @@ def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, work
             soft, hard = min(soft, cur_hard), min(hard, cur_hard)
         limits.append((res, (soft, hard)))
     userns = _userns_maps() if os.geteuid() != 0 and _unshare is not None and _userns_allowed else None
+    own_userns = os.geteuid() == 0 and _unshare is not None  # as root: one after the last uid change
     # tasks/ is hidden even where a visible folder holds it (a non-editable install's site-packages)
-    jail = fs_jail.plan(workdir, jail_root, visible_paths(), hide=(TASKS_DIR,), userns=userns is not None)
+    jail = fs_jail.plan(workdir, jail_root, visible_paths(), hide=(TASKS_DIR,), userns=userns is not None,
+                        shm_mb=memory_mb)
 
     def apply() -> None:
         if cgroup_procs is not None:  # first: while still in the evaluator's namespaces, mounts and uid
@@ -254,6 +262,12 @@ def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, work
             os.setgroups([])
             os.setgid(ids[1])
             os.setuid(ids[0])
+        if own_userns:
+            # A user namespace of its own, no ids mapped (it needs none). Every program runs as the
+            # same uid and the host's /proc lists them all; across user namespaces the kernel refuses
+            # one program another's /proc/<pid>/cwd, root, fd and mem, which would otherwise reach
+            # into a sibling's directory and result file. -1 when refused: then no such fence.
+            _unshare(CLONE_NEWUSER)
         for res, value in limits:
             resource.setrlimit(res, value)
         fs_jail.die_with_parent(parent)

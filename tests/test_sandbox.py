@@ -99,8 +99,8 @@ def pid_dir(monkeypatch):
     os.chmod(path, 0o777)
     plan = sandbox.fs_jail.plan
     monkeypatch.setattr(sandbox.fs_jail, "plan",
-                        lambda workdir, root, visible, hide=(), writable=(), userns=False:
-                        plan(workdir, root, visible, hide, (*writable, path), userns))
+                        lambda workdir, root, visible, hide=(), writable=(), **kw:
+                        plan(workdir, root, visible, hide, (*writable, path), **kw))
     yield path
     shutil.rmtree(path, ignore_errors=True)
 
@@ -498,7 +498,10 @@ def run_packing():
         pytest.skip("nobody cannot run /usr/bin/python3")
     assert run.status == "ok", run
     forks = run.value.pop("forks")
-    assert run.value == {"uid": ids[0], "write": False, "signal": False, "own_dir": True}
+    # getuid() inside the program's own user namespace (no ids mapped) reads the overflow uid
+    overflow = int(open("/proc/sys/kernel/overflowuid").read())
+    assert run.value["uid"] in (ids[0], overflow)
+    assert run.value == {"uid": run.value["uid"], "write": False, "signal": False, "own_dir": True}
     assert 0 < forks < sandbox.SANDBOX_NPROC  # RLIMIT_NPROC holds for nobody
 
 
@@ -777,3 +780,108 @@ def test_an_unprivileged_evaluator_gets_every_namespace_through_a_user_namespace
     assert report["value"] == {"uid": uid, "pid": 2, "write_outside": "ENOENT", "read_only_root": True, "read_heldout": "ENOENT",
                                "write_own_dir": "done", "kill_evaluator": "ESRCH", "connect": "ENETUNREACH"}
     assert os.listdir(outside) == []
+
+
+SIBLING_VICTIM = """
+import os, time
+def run():
+    with open("secret.txt", "w") as fh:
+        fh.write("victim data")
+    deadline = time.monotonic() + 4
+    while time.monotonic() < deadline and not os.path.exists("/dev/shm/done"):  # its own /dev/shm: never set
+        time.sleep(0.05)
+    return open("secret.txt").read()
+"""
+SIBLING_ATTACKER = """
+import os, time
+def run():
+    mine = os.readlink("/proc/self/cwd")
+    seen, opened = set(), []
+    deadline = time.monotonic() + 2.5
+    while time.monotonic() < deadline:
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                if b"child_runner.py" not in open(f"/proc/{pid}/cmdline", "rb").read():
+                    continue
+            except OSError:
+                continue
+            try:
+                if os.readlink(f"/proc/{pid}/cwd") == mine:
+                    continue  # itself (its runner, init and program)
+            except OSError:
+                pass
+            seen.add(pid)
+            for way in ("cwd", "root" + os.path.dirname(mine)):
+                try:
+                    opened.append([way, sorted(os.listdir(f"/proc/{pid}/{way}"))[:4]])
+                    open(f"/proc/{pid}/cwd/secret.txt", "w").write("tampered")
+                except OSError:
+                    pass
+            try:  # the numbers are listed to the same uid; what they point at must not be
+                opened += [["fd", os.readlink(f"/proc/{pid}/fd/{n}")] for n in os.listdir(f"/proc/{pid}/fd")]
+            except OSError:
+                pass
+        time.sleep(0.05)
+    return {"siblings_seen": len(seen), "opened": opened[:3]}
+"""
+
+
+def test_a_program_cannot_reach_into_a_sibling_through_proc():
+    """Programs of one evaluator run side by side as the same uid, and /proc lists them all. Through
+    another program's /proc/<pid>/cwd (or root, or fd) one could read its directory and rewrite its
+    result file; each program's own user namespace makes the kernel refuse that."""
+    if not isolation().processes:
+        pytest.skip("no namespaces here: programs share the evaluator's uid and its /proc")
+    out = {}
+    victim = threading.Thread(target=lambda: out.setdefault("victim", run_program(SIBLING_VICTIM, "run", 10, 512)))
+    victim.start()
+    time.sleep(0.3)
+    attacker = run_program(SIBLING_ATTACKER, "run", 10, 512)
+    victim.join()
+    assert attacker.status == "ok", attacker.error
+    assert attacker.value["siblings_seen"] >= 1, "the attacker never saw the victim: the test proves nothing"
+    assert attacker.value["opened"] == []
+    assert (out["victim"].status, out["victim"].value) == ("ok", "victim data")
+
+
+SHM = """
+import os
+def run():
+    from multiprocessing import shared_memory
+    block = shared_memory.SharedMemory(create=True, size=1 << 20)
+    block.buf[:3] = b"abc"
+    kept = bytes(block.buf[:3])
+    block.close()
+    block.unlink()
+    before = sorted(os.listdir("/dev/shm"))
+    with open("/dev/shm/helix-test-NAME", "w") as fh:
+        fh.write("left behind?")
+    written = 0
+    try:
+        for i in range(40):  # 16 MB files (RLIMIT_FSIZE) until its /dev/shm is full
+            with open(f"/dev/shm/fill-{i}", "wb") as fh:
+                fh.write(bytes(16 << 20))
+            written += 16
+    except OSError as exc:
+        full = exc.errno
+    return {"kept": kept.decode(), "before": before, "written_mb": written, "full": full}
+"""
+
+
+def test_each_program_gets_a_private_bounded_dev_shm():
+    """POSIX shared memory works, but /dev/shm is the program's own tmpfs: empty at the start,
+    nothing written there reaches the host or the next program, and it holds at most memory_mb."""
+    if not isolation().filesystem:
+        pytest.skip("no mount namespace here: programs share the host's /dev/shm")
+    name = f"{os.getpid()}-{time.monotonic_ns()}"
+    code = SHM.replace("NAME", name)
+    first, second = (run_program(code, "run", 20, 256) for _ in range(2))
+    for r in (first, second):
+        assert r.status == "ok", r.error
+        assert r.value["kept"] == "abc"
+        assert r.value["before"] == []  # the first program's files are not there for the second
+        assert r.value["full"] == 28  # ENOSPC
+        assert 256 - 16 <= r.value["written_mb"] <= 256
+    assert not os.path.exists(f"/dev/shm/helix-test-{name}")
