@@ -14,6 +14,8 @@ Layers (``isolation()`` reports which ones this machine allows):
   below; where the kernel refuses unprivileged user namespaces, the probe turns this off;
 * a fresh network namespace via ``unshare(CLONE_NEWNET)``: only a loopback that is down. Where
   unshare is refused the child silently keeps the host network;
+* a fresh IPC namespace: System V shared memory, semaphores and message queues are destroyed
+  with the program (on the host's, a segment outlives its creator and holds memory until reboot);
 * as root, the program runs as ``nobody`` if that account can run this Python with numpy: it
   then cannot write outside its directory and /tmp, signal the trainer or touch runs/, and
   RLIMIT_NPROC applies (the kernel ignores it for root, so a root child does not get it);
@@ -76,7 +78,7 @@ from rewards import cgroup, fs_jail
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_runner.py")
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TASKS_DIR = os.path.join(REPO_DIR, "tasks")  # held-out data lives there: never visible to programs
-CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWUSER = 0x40000000, 0x20000000, 0x10000000
+CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWUSER, CLONE_NEWIPC = 0x40000000, 0x20000000, 0x10000000, 0x08000000
 MAX_RESULT_BYTES = 8 << 20
 MAX_FILE_BYTES = 16 << 20
 OUTPUT_TAIL_BYTES = 4096
@@ -254,6 +256,7 @@ def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, work
         if _unshare is not None:
             _unshare(CLONE_NEWNET)  # -1 when refused: then the child keeps the host network
             _unshare(CLONE_NEWPID)  # for the runner's children (child_runner.enter_pid_namespace); -1: none
+            _unshare(CLONE_NEWIPC)  # System V shared memory dies with the program; -1: it outlives it
         if jail is not None:
             fs_jail.enter(jail)  # False when refused: then the uid's permissions are the only fence
         if ids is not None:

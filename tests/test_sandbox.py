@@ -885,3 +885,33 @@ def test_each_program_gets_a_private_bounded_dev_shm():
         assert r.value["full"] == 28  # ENOSPC
         assert 256 - 16 <= r.value["written_mb"] <= 256
     assert not os.path.exists(f"/dev/shm/helix-test-{name}")
+
+
+SYSV_SHM = """
+import ctypes
+def run():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmget.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]
+    return libc.shmget(KEY, 64 << 20, 0o1000 | 0o600)  # IPC_CREAT: 64 MB, never removed
+"""
+
+
+def host_sysv_keys() -> set[int]:
+    with open("/proc/sysvipc/shm") as fh:
+        return {int(line.split()[0]) for line in fh.readlines()[1:]}
+
+
+def test_system_v_shared_memory_dies_with_the_program():
+    """A System V segment outlives its creator on the host (until removed or reboot): a program
+    could leave memory-holding segments behind. In its own IPC namespace they go with it."""
+    if not isolation().processes:
+        pytest.skip("no namespaces here: programs share the host's IPC objects")
+    key = 0x48000000 + os.getpid() % 0xFFFFFF
+    result = run_program(SYSV_SHM.replace("KEY", str(key)), "run", 10, 512)
+    left = key in host_sysv_keys()
+    if left:  # remove it, so a failing run leaves no 64 MB behind
+        import ctypes
+        libc = ctypes.CDLL(None)
+        libc.shmctl(libc.shmget(key, 0, 0), 0, None)  # IPC_RMID
+    assert result.status == "ok" and result.value >= 0, result  # it made one
+    assert not left
