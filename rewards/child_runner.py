@@ -1,6 +1,7 @@
 """Runs inside the sandboxed child: import the candidate, call its entry function, write JSON.
 
-Invoked by ``rewards.sandbox`` as ``python child_runner.py PROGRAM ENTRY RESULT_PATH MAX_BYTES [HARNESS]``.
+Invoked by ``rewards.sandbox`` as ``python child_runner.py PROGRAM ENTRY RESULT_FD MAX_BYTES [HARNESS]``,
+RESULT_FD an open file the sandbox reads back (the program's own directory is not where it lies).
 A task's HARNESS (trusted code, see tasks/base.py) is read before the program runs and executed
 after it in the same module, so its definitions win; ENTRY may then be one of its functions.
 Only JSON leaves this process (never pickle), and only as an artefact: the parent recomputes
@@ -19,6 +20,7 @@ import types
 # Taken before the program runs, so a program that patches builtins.open or json.dumps for its
 # own purposes does not also break the reporting of its result.
 _open, _dumps, _isinstance, _exit = builtins.open, json.dumps, builtins.isinstance, os._exit
+_pwrite, _ftruncate = os.pwrite, os.ftruncate
 MAX_DEPTH = 32
 SHOWN_NAME = "program.py"
 
@@ -151,7 +153,9 @@ def enter_pid_namespace() -> None:
 
 def main() -> None:
     enter_pid_namespace()
-    program, entry, result_path, max_bytes = sys.argv[1:5]
+    program, entry, result_fd, max_bytes = sys.argv[1:5]
+    result_fd = int(result_fd)
+    os.set_inheritable(result_fd, False)  # the program's own subprocesses do not get it
     harness = sys.argv[5] if len(sys.argv) > 5 else None
     sys.argv = [program]  # the program sees a plain argv
     if sys.path and sys.path[0] == __file__.rsplit("/", 1)[0]:
@@ -167,8 +171,11 @@ def main() -> None:
         size = len(text) / 2**20
         text = _dumps({"ok": False, "kind": "bad_output", "error": "ResultTooLarge",
                        "message": f"the returned value is {size:.1f} MB as JSON, over the {int(max_bytes) / 2**20:g} MB limit"})
-    with _open(result_path, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    data = text.encode("utf-8", "surrogatepass")
+    _ftruncate(result_fd, 0)  # whatever the program wrote there first is gone
+    done = 0
+    while done < len(data):
+        done += _pwrite(result_fd, data[done:], done)
 
 
 if __name__ == "__main__":

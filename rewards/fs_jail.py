@@ -1,7 +1,7 @@
 """A filesystem for a sandboxed child that shows only what it needs: its own mount namespace whose
 root is an empty tmpfs holding read-only binds of the system directories (/usr, /etc, ...), the
-Python installation and the runner, plus its own writable working directory and a /dev/shm of its
-own. Nothing else on the
+Python installation and the runner, plus two small tmpfs mounts of its own that it may write: its
+working directory (where its input files are bound read-only) and /dev/shm. Nothing else on the
 machine exists for it: not the repository or another copy of it, not /root, not /tmp, not the
 run directories. Held-out data stays with the verifier in the parent.
 
@@ -76,7 +76,9 @@ class Plan:
     binds: tuple[tuple[bytes, bytes], ...]  # (host path, path in the tmpfs), read-only ones first
     hide: tuple[bytes, ...]  # final paths covered by an empty tmpfs (held-out data under a bound dir)
     writable: tuple[bytes, ...]  # final paths remounted writable: the workdir, extra dirs, /dev/shm
-    shm: bytes  # mount options of the child's own /dev/shm (b"": /dev is not bound)
+    scratch: bytes  # mount options of the tmpfs mounts on the workdir and /dev/shm
+    inputs: tuple[tuple[bytes, bytes], ...]  # (host file, path in the tmpfs): bound read-only into the workdir
+    shm: bool  # /dev is bound: the child gets a /dev/shm of its own
     workdir: bytes
     attr: _MountAttr
     last_cap: int
@@ -102,17 +104,22 @@ def _inside(path: str, folder: str) -> bool:
 
 
 def plan(workdir: str, root: str, visible: tuple[str, ...], hide: tuple[str, ...] = (),
-         writable: tuple[str, ...] = (), userns: bool = False, shm_mb: int = 64) -> Plan | None:
+         writable: tuple[str, ...] = (), userns: bool = False, scratch_mb: int = 64,
+         inputs: tuple[str, ...] = ()) -> Plan | None:
     """The jail for one child, or None where this machine cannot build one (not root, no syscall).
     ``root``: an empty directory, removed by the caller afterwards; ``visible``: what the child
     sees, read-only, at the same paths (directories or files; missing ones are skipped);
     ``hide``: folders to empty even where they lie under a visible one; ``writable``: directories
     besides the workdir the child may write (a shared results folder); ``userns``: the child enters
     its own user namespace first, which gives a non-root evaluator the capabilities (over that
-    namespace's mounts only) to build the jail; ``shm_mb``: the size of the child's own /dev/shm
-    (POSIX shared memory and multiprocessing's semaphores live there). The host's /dev/shm is
-    never the child's: it would outlive the child, hold up to half the machine's memory and let
-    programs pass files to each other."""
+    namespace's mounts only) to build the jail.
+
+    The workdir the child sees is a tmpfs of ``scratch_mb``, not the host folder: what it writes
+    there stays in memory and in bounds (RLIMIT_FSIZE caps one file, not how many: on the host
+    disk a program could fill the disk the trainer checkpoints to). ``inputs``: names of files in
+    the host workdir (the program, the harness, data) that appear in it read-only. Its /dev/shm
+    (POSIX shared memory, multiprocessing's semaphores) is another tmpfs of ``scratch_mb``: the
+    host's would outlive the child and let programs pass files to each other."""
     if _libc is None or None in (SYS_MOUNT_SETATTR, SYS_PIVOT_ROOT) or (os.geteuid() != 0 and not userns):
         return None
     links: dict[str, str] = {}
@@ -121,7 +128,7 @@ def plan(workdir: str, root: str, visible: tuple[str, ...], hide: tuple[str, ...
     for path in shown:  # a path under one already bound comes with it
         if not any(_inside(path, outer) for outer in read_only):
             read_only.append(path)
-    rw = list(dict.fromkeys(_real(p, links) for p in (workdir, *writable)))
+    rw = list(dict.fromkeys(_real(p, links) for p in (workdir, *writable)))  # rw[0]: the workdir, a tmpfs
     dirs, files = set(), set()
     for path in (*read_only, *rw, *links):
         parent = os.path.dirname(path)
@@ -141,15 +148,16 @@ def plan(workdir: str, root: str, visible: tuple[str, ...], hide: tuple[str, ...
     shm = "/dev" in read_only and os.path.isdir("/dev/shm")
     return Plan(os.fsencode(base), tuple(inner(d) for d in sorted(dirs, key=lambda d: (d.count("/"), d))),
                 tuple(inner(f) for f in sorted(files)), tuple((os.fsencode(t), inner(p)) for p, t in links.items()),
-                tuple((os.fsencode(p), inner(p)) for p in (*read_only, *rw)), hidden,
+                tuple((os.fsencode(p), inner(p)) for p in (*read_only, *rw[1:])), hidden,
                 tuple(os.fsencode(p) for p in rw) + ((b"/dev/shm",) if shm else ()),
-                f"size={max(1, shm_mb)}m,mode=1777".encode() if shm else b"", os.fsencode(rw[0]),
-                _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0), _last_cap())
+                f"size={max(1, scratch_mb)}m,mode=1777".encode(),
+                tuple((os.fsencode(os.path.join(workdir, n)), inner(os.path.join(rw[0], n))) for n in inputs),
+                shm, os.fsencode(rw[0]), _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0), _last_cap())
 
 
 def enter(p: Plan) -> bool:
     """In the child: a private mount namespace whose root shows only the planned paths, all
-    read-only but the workdir and a /dev/shm of its own. False where a step is refused: then the
+    read-only but its own workdir and /dev/shm (tmpfs). False where a step is refused: then the
     child must not run (the caller's probe sees it)."""
     if _unshare(CLONE_NEWNS) != 0:
         return False
@@ -169,7 +177,16 @@ def enter(p: Plan) -> bool:
     for source, target in p.binds:  # recursive: /proc's and /sys's own mounts come along
         if _mount(source, target, None, MS_BIND | MS_REC, None) != 0:
             return False
-    if p.shm and _mount(b"tmpfs", p.root + b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, p.shm) != 0:
+    if _mount(b"tmpfs", p.root + p.workdir, b"tmpfs", MS_NOSUID | MS_NODEV, p.scratch) != 0:
+        return False
+    for source, target in p.inputs:  # read-only once "/" is made so below; the tmpfs is remounted writable
+        try:
+            os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
+        except OSError:
+            return False
+        if _mount(source, target, None, MS_BIND, None) != 0:
+            return False
+    if p.shm and _mount(b"tmpfs", p.root + b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, p.scratch) != 0:
         return False
     for path in p.hide:
         if _mount(b"tmpfs", p.root + path, b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, b"size=4k,mode=555") != 0:

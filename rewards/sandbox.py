@@ -35,17 +35,20 @@ Layers (``isolation()`` reports which ones this machine allows):
   name is outside (a uid-0 program needs no capability to kill a uid-0 trainer), and the kernel
   kills everything left inside when it ends. Refused: the program shares the host's pids;
 * rlimits: address space (memory_mb), CPU (timeout + 1 s), file size (16 MB), no core dumps;
-* its own temporary directory (cwd, HOME, TMPDIR), removed afterwards whatever happened; a task's
-  data files are copied into it, and its harness (tasks/base.py) runs after the program there;
+* its own directory (cwd, HOME, TMPDIR): in the jail a tmpfs of memory_mb, so file after file of
+  16 MB stops there and not when the disk the trainer checkpoints to is full; the program, a
+  task's data files and its harness (tasks/base.py, run after the program) appear in it
+  read-only from a host folder that is removed afterwards whatever happened;
 * a minimal environment: PATH, HOME, one BLAS/OpenMP thread, PYTHONHASHSEED=0. The child runs
   with ``-s -P`` and this controlled environment instead of ``-I``, whose ``-E`` would drop
   PYTHONHASHSEED (the environment holds nothing else for ``-E`` to ignore);
-* output read incrementally, keeping the last 4 KB; the result file read with an 8 MB cap.
-Not covered: disk use inside the directory beyond RLIMIT_FSIZE per file (no quota); /proc is the
-host's, so a program can list every process and read its world-readable entries (cmdline, stat),
+* output read incrementally, keeping the last 4 KB; the result comes back through a file the
+  child inherits open (the jailed program cannot see its path) and the parent reads through its
+  own descriptor with an 8 MB cap.
+Not covered: /proc is the host's, so a program can list every process and read its world-readable entries (cmdline, stat),
 though not, across user namespaces, what needs ptrace access; and where no namespace can be created
 (not root and no unprivileged user namespaces) the program can touch, and signal, whatever the
-evaluator's uid can.
+evaluator's uid can, and its directory is the host folder (16 MB per file, no quota).
 """
 
 from __future__ import annotations
@@ -62,7 +65,6 @@ import select
 import shutil
 import signal
 import site
-import stat
 import subprocess
 import sys
 import sysconfig
@@ -217,7 +219,7 @@ def visible_paths() -> tuple[str, ...]:
 
 
 def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, workdir: str, cgroup_procs: str | None,
-             jail_root: str):
+             jail_root: str, inputs: tuple[str, ...] = ()):
     """Everything is computed here, in the parent: the forked child (of a threaded parent) only makes syscalls."""
     cpu = math.ceil(timeout_s) + 1
     wanted = [(resource.RLIMIT_AS, memory_mb << 20, memory_mb << 20), (resource.RLIMIT_CPU, cpu, cpu + 1),
@@ -236,7 +238,7 @@ def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, work
     own_userns = os.geteuid() == 0 and _unshare is not None  # as root: one after the last uid change
     # tasks/ is hidden even where a visible folder holds it (a non-editable install's site-packages)
     jail = fs_jail.plan(workdir, jail_root, visible_paths(), hide=(TASKS_DIR,), userns=userns is not None,
-                        shm_mb=memory_mb)
+                        scratch_mb=memory_mb, inputs=inputs)
 
     def apply() -> None:
         if cgroup_procs is not None:  # first: while still in the evaluator's namespaces, mounts and uid
@@ -310,7 +312,6 @@ def _run(code: str, entry: str, timeout_s: float, memory_mb: int, ids: tuple[int
 def _run_in(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, code: str, entry: str, timeout_s: float, memory_mb: int,
             ids, harness: str | None = None, files: tuple[Path, ...] = ()) -> RunResult:
     program = os.path.join(workdir, PROGRAM_NAME)
-    result_path = os.path.join(workdir, f"result-{secrets.token_hex(16)}.json")
     with open(program, "w", encoding="utf-8", errors="replace") as fh:
         fh.write(code)
     extra = []
@@ -320,20 +321,33 @@ def _run_in(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, code:
             fh.write(harness)
     for path in files:
         shutil.copyfile(path, os.path.join(workdir, path.name))
+    inputs = (PROGRAM_NAME, *([HARNESS_NAME] if harness is not None else []), *(p.name for p in files))
     if ids is not None:
         os.chown(workdir, *ids)
+    # The result comes back through a file only this process names: the child inherits it open
+    # (jailed, it cannot see the path), and it is read back through this descriptor, never reopened.
+    result_fd = os.open(os.path.join(workdir, f"result-{secrets.token_hex(16)}.json"),
+                        os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        return _start(workdir, jail_root, group, entry, timeout_s, memory_mb, ids, program, extra, inputs, result_fd)
+    finally:
+        os.close(result_fd)
+
+
+def _start(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, entry: str, timeout_s: float, memory_mb: int,
+           ids, program: str, extra: list[str], inputs: tuple[str, ...], result_fd: int) -> RunResult:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": workdir, "TMPDIR": workdir,
            "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUTF8": "1",
            "PYTHONUNBUFFERED": "1"}  # unbuffered: output printed before a crash is not lost
     flags = ["-s", "-P"] if sys.version_info >= (3, 11) else ["-s"]
-    cmd = [sys.executable, *flags, RUNNER, program, entry, result_path, str(MAX_RESULT_BYTES), *extra]
+    cmd = [sys.executable, *flags, RUNNER, program, entry, str(result_fd), str(MAX_RESULT_BYTES), *extra]
     start = time.monotonic()
     try:
         proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True,
+                                stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(result_fd,),
                                 preexec_fn=_preexec(memory_mb, timeout_s, ids, workdir,
-                                                    group.procs if group is not None else None, jail_root))
+                                                    group.procs if group is not None else None, jail_root, inputs))
     except (OSError, subprocess.SubprocessError) as exc:
         return RunResult("crash", error=f"the sandbox could not start the program: {exc}")
     # Holding the namespace open keeps its identity from being recycled for another sandbox's.
@@ -358,7 +372,7 @@ def _run_in(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, code:
     common = dict(output_tail=output, elapsed_s=elapsed, net_isolated=isolated, pids_capped=capped)
     if timed_out:
         return RunResult("timeout", error=f"time limit of {timeout_s:g} s exceeded", **common)
-    status, payload = _read_result(result_path)
+    status, payload = _read_result(result_fd)
     if status == "missing":
         return RunResult("crash", error="no result", returncode=proc.returncode, **common)
     if status != "ok":
@@ -463,23 +477,14 @@ def _kill_netns(net: tuple[int, int]) -> None:
         time.sleep(0.01)
 
 
-def _read_result(path: str) -> tuple[str, object]:
-    """("ok", dict) | ("missing", None) | ("bad", why). No symlinks, FIFOs or oversized files."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
+def _read_result(fd: int) -> tuple[str, object]:
+    """("ok", dict) | ("missing", None) | ("bad", why), from the result file's descriptor."""
+    size = os.fstat(fd).st_size
+    if size == 0:
         return "missing", None
-    except OSError as exc:
-        return "bad", f"the result file could not be opened: {exc.strerror}"
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return "bad", "the result file is not a regular file"
-        if info.st_size > MAX_RESULT_BYTES:
-            return "bad", f"the result is {info.st_size / 2**20:.1f} MB, over the {MAX_RESULT_BYTES >> 20} MB limit"
-        data = os.read(fd, MAX_RESULT_BYTES + 1)
-    finally:
-        os.close(fd)
+    if size > MAX_RESULT_BYTES:
+        return "bad", f"the result is {size / 2**20:.1f} MB, over the {MAX_RESULT_BYTES >> 20} MB limit"
+    data = os.pread(fd, MAX_RESULT_BYTES + 1, 0)
     try:
         payload = json.loads(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:

@@ -29,7 +29,9 @@ def grid(scale=1.0):
     centers = [[0.1 + 0.2 * i, 0.1 + 0.2 * j] for i in range(5) for j in range(5)] + [[0.2, 0.2]]
     return centers, [0.1 * scale] * 25 + [(0.1 * math.sqrt(2) - 0.1) * scale]
 """
-RESULT_PATH = "[a for a in open('/proc/self/cmdline').read().split(chr(0)) if 'result-' in a][0]"
+# The descriptor the runner writes the result to (its argv: PROGRAM ENTRY RESULT_FD ...).
+RESULT_FD = ("(lambda a: int(a[[i for i, x in enumerate(a) if x.endswith('child_runner.py')][0] + 3]))"
+             "(open('/proc/self/cmdline').read().split(chr(0)))")
 
 
 def program(body: str) -> str:
@@ -171,22 +173,31 @@ def test_fake_result_files_are_only_artefacts_that_get_verified():
             return c, [x * 2 for x in r], 1e9
     """))
     assert r.status == "invalid" and r.reward == 0.0 and "overlap" in r.feedback
-    # A record forged at the real result path is still just an artefact: verified, its claims ignored.
+    # A record forged into the real result file is still just an artefact: verified, its claims ignored.
     r = evaluate(program(f"""
         import json, os
         def run_packing():
             c, r = grid()
-            open({RESULT_PATH}, "w").write(json.dumps({{"ok": True, "value": [c, r, 1e9], "reward": 1e9}}))
+            os.write({RESULT_FD}, json.dumps({{"ok": True, "value": [c, r, 1e9], "reward": 1e9}}).encode())
             os._exit(0)
     """))
     assert r.status == "ok" and r.reward == pytest.approx(GRID_SUM, abs=1e-12)
+    # What a program writes there and then returns over is replaced by the runner's record.
+    r = evaluate(program(f"""
+        import os
+        def run_packing():
+            os.write({RESULT_FD}, b'{{"ok": true, "value": 1e9}}' + b" " * 100)
+            return grid(0.5)
+    """))
+    assert r.status == "ok" and r.reward == pytest.approx(GRID_SUM / 2, abs=1e-12)
 
 
-@pytest.mark.parametrize("how", ["os.mkfifo(path)", "os.symlink('/dev/zero', path)", "os.mkdir(path)",
-                                 "open(path, 'w').write('{not json')", "open(path, 'w').write('[1, 2]')"])
-def test_odd_result_files_are_bad_output_and_never_hang_the_parent(how):
-    r = evaluate(f"import os\ndef run_packing():\n    path = {RESULT_PATH}\n    {how}\n    os._exit(0)\n")
-    assert r.status == "bad_output" and r.reward == 0.0
+@pytest.mark.parametrize("junk", ["b'{not json'", "b'[1, 2]'", "b' ' * (9 << 20)", "b''"])
+def test_odd_results_are_bad_output_or_missing_and_never_hang_the_parent(junk):
+    r = evaluate(f"import os\ndef run_packing():\n    os.write({RESULT_FD}, {junk})\n    os._exit(0)\n")
+    assert r.status == ("crash" if junk == "b''" else "bad_output") and r.reward == 0.0
+    if junk.startswith("b' ' *"):
+        assert "over the 8 MB limit" in r.feedback
 
 
 # Pids as the host sees them: inside its PID namespace a program's os.getpid() is 2, but /proc
@@ -915,3 +926,33 @@ def test_system_v_shared_memory_dies_with_the_program():
         libc.shmctl(libc.shmget(key, 0, 0), 0, None)  # IPC_RMID
     assert result.status == "ok" and result.value >= 0, result  # it made one
     assert not left
+
+
+FILL = """
+import errno, os
+def run():
+    out = {"program_py": "", "written_mb": 0, "stopped_by": ""}
+    try:
+        open("program.py", "a").write("# edited")
+    except OSError as exc:
+        out["program_py"] = errno.errorcode[exc.errno]
+    try:
+        for i in range(60):  # 16 MB files (RLIMIT_FSIZE caps one file, not how many)
+            with open(f"fill-{i}", "wb") as fh:
+                fh.write(bytes(16 << 20))
+            out["written_mb"] += 16
+    except OSError as exc:
+        out["stopped_by"] = errno.errorcode[exc.errno]
+    return out
+"""
+
+
+def test_a_program_cannot_fill_the_disk_through_its_directory():
+    """Its directory is a tmpfs of memory_mb: a program writing file after file stops there, not
+    when the host disk (where checkpoints go) is full; its input files in it are read-only."""
+    if not isolation().filesystem:
+        pytest.skip("no mount namespace here: the directory is on the host disk (RLIMIT_FSIZE per file only)")
+    r = run_program(FILL, "run", 30, 256)
+    assert r.status == "ok", r.error
+    assert r.value["program_py"] in ("EROFS", "EACCES")  # EACCES first where it runs as nobody
+    assert r.value["stopped_by"] == "ENOSPC" and 256 - 16 <= r.value["written_mb"] <= 256, r.value
