@@ -47,11 +47,12 @@ class ChildOutcomes:
 
 
 def outcome(metrics: dict, valid: bool) -> str:
-    """A child's OUTCOMES key. A repeat that ran (evolution.repeats: score) is classified by its run."""
+    """A child's OUTCOMES key. Every program that ran has ``status_ok`` in its metrics
+    (train/children.py), so a repeat that ran (evolution.repeats: score) is classified by its run."""
     for key in ("edit_failed", "unchanged"):
         if metrics.get(key):
             return key
-    if metrics.get("repeat") and not valid:
+    if metrics.get("repeat") and "status_ok" not in metrics:
         return "repeat"
     return "valid" if valid else "ran_failed"
 

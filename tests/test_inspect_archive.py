@@ -85,23 +85,26 @@ STARTER = "import numpy as np\n\nc = np.array([0.5, 0.5])\nr = 0.1\n"
 
 
 def test_children_outcomes_distinct_programs_and_the_most_written(tmp_path, capsys):
-    """Thirteen children of realistic circle rewards: 2 edits that did not apply, 1 unchanged, 1 repeat
-    left unrun, 1 that ran and failed, and 8 valid ones that are only 3 programs (one written 5 times,
-    twice with other layout but the same hash)."""
+    """Fourteen children of realistic circle rewards: 2 edits that did not apply, 1 unchanged, 1 repeat
+    left unrun (evolution.repeats: zero), 2 that ran and failed (one a repeat run under repeats:
+    score), and 8 valid ones that are only 3 programs (one written 5 times, twice with other layout
+    but the same hash). Programs that ran carry status_ok, as the loop records them."""
     path = tmp_path / "archive.sqlite"
     row = dict(feedback="f", eval_time_s=0.1)
+    ok, failed = {"status_ok": 1.0}, {"status_ok": 0.0}
     safe = STARTER.replace("c = np.array([0.5, 0.5])\n", "")
     better = STARTER.replace("0.5, 0.5", "0.45, 0.5")
     with Archive(path) as arch:
         (root,) = arch.add_many([dict(row, parent_id=None, epoch=0, code=STARTER, reward=1.8365015544609251, valid=True,
                                       metrics={})])
         kids = [(STARTER, 0.0, False, {"edit_failed": 1.0}, 1), (STARTER, 0.0, False, {"edit_failed": 1.0}, 1),
-                (STARTER, 0.0, False, {"unchanged": 1.0}, 1), (safe, 1.7600112, True, {}, 1),
-                (better, 1.8414480, True, {}, 1), (safe, 1.7600112, True, {"repeat": 1.0}, 2),
-                (safe, 0.0, False, {"repeat": 1.0}, 2), (safe + "\n", 1.7600112, True, {"repeat": 1.0}, 2),
-                (STARTER + "x = (\n", 0.0, False, {}, 3), (better, 1.8414480, True, {}, 3),
-                ("# same\n" + safe, 1.7600112, True, {}, 3), (safe, 1.7600112, True, {}, 3),
-                (STARTER.replace("0.1", "0.11"), 1.8546416, True, {}, 4)]
+                (STARTER, 0.0, False, {"unchanged": 1.0}, 1), (safe, 1.7600112, True, ok, 1),
+                (better, 1.8414480, True, ok, 1), (safe, 1.7600112, True, {"repeat": 1.0, **ok}, 2),
+                (safe, 0.0, False, {"repeat": 1.0}, 2), (safe + "\n", 1.7600112, True, {"repeat": 1.0, **ok}, 2),
+                (STARTER + "x = (\n", 0.0, False, failed, 3), (better, 1.8414480, True, ok, 3),
+                ("# same\n" + safe, 1.7600112, True, ok, 3), (safe, 1.7600112, True, ok, 3),
+                (STARTER.replace("0.1", "0.11"), 1.8546416, True, ok, 4),
+                (better + "y = (\n", 0.0, False, {"repeat": 1.0, **failed}, 4)]
         ids = arch.add_many([dict(row, parent_id=root, epoch=e, code=c, reward=r, valid=v, metrics=m)
                              for c, r, v, m, e in kids])
         # the loop stores a canonical hash for the programs it indexes: layout and comments do not count
@@ -110,9 +113,9 @@ def test_children_outcomes_distinct_programs_and_the_most_written(tmp_path, caps
         arch.put_embeddings([i for i, _ in valid], np.zeros((len(valid), 2), np.float32), [hashes[c] for _, c in valid])
 
     out = child_outcomes.child_outcomes(path, k=2)
-    assert out.children == 13
-    assert out.counts == {"edit_failed": 2, "unchanged": 1, "repeat": 1, "valid": 8, "ran_failed": 1}
-    assert out.frac("valid") == 8 / 13
+    assert out.children == 14
+    assert out.counts == {"edit_failed": 2, "unchanged": 1, "repeat": 1, "valid": 8, "ran_failed": 2}
+    assert out.frac("valid") == 8 / 14
     assert out.distinct_valid == 3  # safe (x5), better (x2), the 0.11 radius (x1)
     assert out.best == 1.8546416 and out.best_epoch == 4
     (first, second) = out.most_written
@@ -123,8 +126,8 @@ def test_children_outcomes_distinct_programs_and_the_most_written(tmp_path, caps
 
     assert inspect_archive.main([str(path), "children", "-k", "2"]) == 0
     text = capsys.readouterr().out.splitlines()
-    assert text[0] == ("13 children: edit did not apply 2 (0.15), unchanged 1 (0.08), repeat, not run 1 (0.08), "
-                       "valid 8 (0.62), ran and failed 1 (0.08)")
+    assert text[0] == ("14 children: edit did not apply 2 (0.14), unchanged 1 (0.07), repeat, not run 1 (0.07), "
+                       "valid 8 (0.57), ran and failed 2 (0.14)")
     assert text[1] == "best: 1.8546416, first reached in epoch 4"
     assert text[2].startswith("3 distinct valid programs among 8 valid children")
     assert text[4].split()[:4] == ["5", str(ids[3]), "1", "1.7600112"]
