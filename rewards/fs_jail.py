@@ -15,8 +15,8 @@ refuses, ``enter`` returns False and the child runs with the uid's permissions a
 (``rewards.sandbox.isolation()`` reports which). Inside, the child keeps its uid (0 as root) but
 no capabilities, so it can neither undo the mounts nor override file permissions.
 
-``plan`` runs in the parent; ``enter`` runs in the forked child before exec and makes only
-syscalls on precomputed arguments (the parent is threaded).
+``plan`` runs in the parent; ``enter`` runs in ``rewards.launcher``, the sandboxed process's first
+program, on the plan the parent computed (``encode`` / ``decode`` carry it there as JSON).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 CLONE_NEWNS = 0x00020000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
@@ -153,6 +153,20 @@ def plan(workdir: str, root: str, visible: tuple[str, ...], hide: tuple[str, ...
                 f"size={max(1, scratch_mb)}m,mode=1777".encode(),
                 tuple((os.fsencode(os.path.join(workdir, n)), inner(os.path.join(rw[0], n))) for n in inputs),
                 shm, os.fsencode(rw[0]), _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0), _last_cap())
+
+
+def encode(p: Plan) -> dict:
+    """The plan as JSON-ready data: paths as str (surrogateescape keeps any bytes), tuples as lists."""
+    def out(x):
+        return os.fsdecode(x) if isinstance(x, bytes) else [out(y) for y in x] if isinstance(x, tuple) else x
+    return {f.name: out(getattr(p, f.name)) for f in fields(Plan) if f.name != "attr"}
+
+
+def decode(data: dict) -> Plan:
+    """``encode``'s inverse."""
+    def back(x):
+        return os.fsencode(x) if isinstance(x, str) else tuple(back(y) for y in x) if isinstance(x, list) else x
+    return Plan(**{k: back(v) for k, v in data.items()}, attr=_MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0))
 
 
 def enter(p: Plan) -> bool:

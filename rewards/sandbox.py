@@ -1,5 +1,9 @@
 """Run one untrusted program in its own process, under hard limits, and read back only JSON.
 
+The layers below are put up by ``rewards.launcher``, a fresh interpreter that is the new process's
+first program and then execs the runner, never by a preexec_fn in a fork of the threaded trainer
+(at-fork hooks of its libraries would run there: see the launcher's docstring).
+
 Layers (``isolation()`` reports which ones this machine allows):
 * its own session and process group; at the end, timeout or not, the group gets SIGKILL, and so
   does every process left in the child's pids cgroup or network namespace (grandchildren that
@@ -78,9 +82,9 @@ from pathlib import Path
 from rewards import cgroup, fs_jail
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_runner.py")
+LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launcher.py")
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TASKS_DIR = os.path.join(REPO_DIR, "tasks")  # held-out data lives there: never visible to programs
-CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWUSER, CLONE_NEWIPC = 0x40000000, 0x20000000, 0x10000000, 0x08000000
 MAX_RESULT_BYTES = 8 << 20
 MAX_FILE_BYTES = 16 << 20
 OUTPUT_TAIL_BYTES = 4096
@@ -218,9 +222,9 @@ def visible_paths() -> tuple[str, ...]:
     return (*fs_jail.SYSTEM_PATHS, *sorted(python), RUNNER)
 
 
-def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, workdir: str, cgroup_procs: str | None,
-             jail_root: str, inputs: tuple[str, ...] = ()):
-    """Everything is computed here, in the parent: the forked child (of a threaded parent) only makes syscalls."""
+def _launch_plan(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, workdir: str,
+                 cgroup_procs: str | None, jail_root: str, inputs: tuple[str, ...] = ()) -> dict:
+    """What ``rewards.launcher`` does in the new process before it execs the runner, all computed here."""
     cpu = math.ceil(timeout_s) + 1
     wanted = [(resource.RLIMIT_AS, memory_mb << 20, memory_mb << 20), (resource.RLIMIT_CPU, cpu, cpu + 1),
               (resource.RLIMIT_FSIZE, MAX_FILE_BYTES, MAX_FILE_BYTES), (resource.RLIMIT_CORE, 0, 0)]
@@ -233,52 +237,16 @@ def _preexec(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, work
         cur_hard = resource.getrlimit(res)[1]
         if cur_hard != resource.RLIM_INFINITY:
             soft, hard = min(soft, cur_hard), min(hard, cur_hard)
-        limits.append((res, (soft, hard)))
+        limits.append((int(res), soft, hard))
     userns = _userns_maps() if os.geteuid() != 0 and _unshare is not None and _userns_allowed else None
-    own_userns = os.geteuid() == 0 and _unshare is not None  # as root: one after the last uid change
     # tasks/ is hidden even where a visible folder holds it (a non-editable install's site-packages)
     jail = fs_jail.plan(workdir, jail_root, visible_paths(), hide=(TASKS_DIR,), userns=userns is not None,
                         scratch_mb=memory_mb, inputs=inputs)
-
-    def apply() -> None:
-        if cgroup_procs is not None:  # first: while still in the evaluator's namespaces, mounts and uid
-            try:
-                fd = os.open(cgroup_procs, os.O_WRONLY)
-                try:
-                    os.write(fd, b"0")  # "0": the writing process itself (v1 and v2)
-                finally:
-                    os.close(fd)
-            except OSError:
-                pass  # the parent sees it (RunResult.pids_capped); the other limits still hold
-        if userns is not None and _unshare(CLONE_NEWUSER) == 0:
-            for path, data in userns:  # same uid and gid inside; no exec of anything privileged
-                fd = os.open(path, os.O_WRONLY)
-                os.write(fd, data)
-                os.close(fd)
-        if _unshare is not None:
-            _unshare(CLONE_NEWNET)  # -1 when refused: then the child keeps the host network
-            _unshare(CLONE_NEWPID)  # for the runner's children (child_runner.enter_pid_namespace); -1: none
-            _unshare(CLONE_NEWIPC)  # System V shared memory dies with the program; -1: it outlives it
-        if jail is not None:
-            fs_jail.enter(jail)  # False when refused: then the uid's permissions are the only fence
-        if ids is not None:
-            # Drop root for good. NPROC is lowered only afterwards, so that the kernel's check at
-            # setuid() (PF_NPROC_EXCEEDED) cannot fail the exec when other sandboxes are busy.
-            os.setgroups([])
-            os.setgid(ids[1])
-            os.setuid(ids[0])
-        if own_userns:
-            # A user namespace of its own, no ids mapped (it needs none). Every program runs as the
-            # same uid and the host's /proc lists them all; across user namespaces the kernel refuses
-            # one program another's /proc/<pid>/cwd, root, fd and mem, which would otherwise reach
-            # into a sibling's directory and result file. -1 when refused: then no such fence.
-            _unshare(CLONE_NEWUSER)
-        for res, value in limits:
-            resource.setrlimit(res, value)
-        fs_jail.die_with_parent(parent)
-
-    parent = os.getpid()
-    return apply
+    return {"cgroup_procs": cgroup_procs, "userns_maps": [[p, d.decode()] for p, d in userns] if userns else None,
+            "namespaces": _unshare is not None, "jail": fs_jail.encode(jail) if jail is not None else None,
+            "ids": list(ids) if ids is not None else None,
+            "own_userns": os.geteuid() == 0 and _unshare is not None,  # as root: one after the last uid change
+            "limits": limits, "parent": os.getpid()}
 
 
 def _userns_maps() -> tuple[tuple[str, bytes], ...]:
@@ -341,15 +309,20 @@ def _start(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, entry:
            "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUTF8": "1",
            "PYTHONUNBUFFERED": "1"}  # unbuffered: output printed before a crash is not lost
     flags = ["-s", "-P"] if sys.version_info >= (3, 11) else ["-s"]
-    cmd = [sys.executable, *flags, RUNNER, program, entry, str(result_fd), str(MAX_RESULT_BYTES), *extra]
+    runner = [sys.executable, *flags, RUNNER, program, entry, str(result_fd), str(MAX_RESULT_BYTES), *extra]
+    plan = _launch_plan(memory_mb, timeout_s, ids, workdir, group.procs if group is not None else None, jail_root, inputs)
+    status_r, status_w = os.pipe()
     start = time.monotonic()
     try:
-        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(result_fd,),
-                                preexec_fn=_preexec(memory_mb, timeout_s, ids, workdir,
-                                                    group.procs if group is not None else None, jail_root, inputs))
+        proc = subprocess.Popen([sys.executable, "-I", "-S", LAUNCHER, json.dumps(plan), str(status_w), "--", *runner],
+                                cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(result_fd, status_w))
     except (OSError, subprocess.SubprocessError) as exc:
+        os.close(status_r)
         return RunResult("crash", error=f"the sandbox could not start the program: {exc}")
+    finally:
+        os.close(status_w)
+    fenced = _read_status(status_r, start + timeout_s)  # until the launcher execs the runner (or fails)
     # Holding the namespace open keeps its identity from being recycled for another sandbox's.
     try:
         net_fd = os.open(f"/proc/{proc.pid}/ns/net", os.O_RDONLY)
@@ -357,7 +330,7 @@ def _start(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, entry:
     except OSError:
         net_fd = net = None
     isolated = net is not None and net != _netns("self")
-    capped = group is not None and proc.pid in group.pids()  # preexec ran before the exec that Popen waits for
+    capped = bool(fenced.get("cgroup"))
     tail = bytearray()
     try:
         timed_out = _supervise(proc, start + timeout_s, tail)
@@ -384,6 +357,27 @@ def _start(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, entry:
     message = f"{payload.get('error', 'Error')}: {payload.get('message', '')}"[:1000]
     return RunResult("error", error=message, traceback=str(payload.get("traceback", ""))[-1500:],
                      phase="load" if payload.get("phase") == "load" else "call", **common)
+
+
+def _read_status(fd: int, deadline: float) -> dict:
+    """The launcher's one JSON line (which fences took hold), read until it execs or dies; {} if none."""
+    data, poller = b"", select.poll()
+    poller.register(fd, select.POLLIN)
+    try:
+        while len(data) < 4096 and (left := deadline - time.monotonic()) > 0:
+            if not poller.poll(max(1, int(min(left, 0.1) * 1000))):
+                continue
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(fd)
+    try:
+        status = json.loads(data) if data else {}
+    except ValueError:
+        return {}
+    return status if isinstance(status, dict) else {}
 
 
 def _supervise(proc: subprocess.Popen, deadline: float, tail: bytearray) -> bool:

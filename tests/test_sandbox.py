@@ -956,3 +956,31 @@ def test_a_program_cannot_fill_the_disk_through_its_directory():
     assert r.status == "ok", r.error
     assert r.value["program_py"] in ("EROFS", "EACCES")  # EACCES first where it runs as nobody
     assert r.value["stopped_by"] == "ENOSPC" and 256 - 16 <= r.value["written_mb"] <= 256, r.value
+
+
+AT_FORK = """
+import json, os, sys, threading, time
+sys.path.insert(0, sys.argv[1])
+# What OpenTelemetry (pulled in by wandb and vLLM) does: restart its worker thread in every forked child.
+os.register_at_fork(after_in_child=lambda: threading.Thread(target=time.sleep, args=(2,), daemon=True).start())
+from rewards import run_program
+code = "import os\\ndef run():\\n    return [os.readlink('/proc/self/ns/user'), os.readlink('/proc/self/ns/net')]\\n"
+r = run_program(code, "run", 10, 512)
+print(json.dumps({"status": r.status, "value": r.value, "error": r.error,
+                  "host": [os.readlink('/proc/self/ns/user'), os.readlink('/proc/self/ns/net')]}))
+"""
+
+
+def test_the_fences_hold_in_a_trainer_whose_libraries_start_threads_at_fork():
+    """A fork of the trainer runs the at-fork hooks libraries register, and a hook that starts a
+    thread leaves a multithreaded process, which cannot unshare a user namespace: with the fences
+    put up in such a fork, the per-program user namespace quietly went missing in real runs. The
+    launcher, a fresh interpreter, puts them up instead."""
+    if not isolation().processes:
+        pytest.skip("no namespaces here")
+    out = subprocess.run([sys.executable, "-c", AT_FORK, sandbox.REPO_DIR], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-800:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["status"] == "ok", report
+    (user, net), (host_user, host_net) = report["value"], report["host"]
+    assert net != host_net and user != host_user, report
