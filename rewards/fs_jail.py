@@ -16,7 +16,7 @@ refuses, ``enter`` returns False and the child runs with the uid's permissions a
 no capabilities, so it can neither undo the mounts nor override file permissions.
 
 ``plan`` runs in the parent; ``enter`` runs in ``rewards.launcher``, the sandboxed process's first
-program, on the plan the parent computed (``encode`` / ``decode`` carry it there as JSON).
+program, on the plan the parent computed (its fields travel there marshalled, ``attr`` rebuilt).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 CLONE_NEWNS = 0x00020000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
@@ -155,18 +155,9 @@ def plan(workdir: str, root: str, visible: tuple[str, ...], hide: tuple[str, ...
                 shm, os.fsencode(rw[0]), _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0), _last_cap())
 
 
-def encode(p: Plan) -> dict:
-    """The plan as JSON-ready data: paths as str (surrogateescape keeps any bytes), tuples as lists."""
-    def out(x):
-        return os.fsdecode(x) if isinstance(x, bytes) else [out(y) for y in x] if isinstance(x, tuple) else x
-    return {f.name: out(getattr(p, f.name)) for f in fields(Plan) if f.name != "attr"}
-
-
-def decode(data: dict) -> Plan:
-    """``encode``'s inverse."""
-    def back(x):
-        return os.fsencode(x) if isinstance(x, str) else tuple(back(y) for y in x) if isinstance(x, list) else x
-    return Plan(**{k: back(v) for k, v in data.items()}, attr=_MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0))
+def read_only() -> _MountAttr:
+    """mount_setattr's argument: read-only, recursively."""
+    return _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
 
 
 def enter(p: Plan) -> bool:

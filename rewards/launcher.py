@@ -7,13 +7,14 @@ libraries register: OpenTelemetry (pulled in by wandb and vLLM) restarts its thr
 multithreaded process cannot unshare a user namespace (EINVAL), so the fences quietly failed in a
 real run; a hook could also deadlock the fork before exec, out of reach of any time limit.
 
-PLAN is JSON computed by the parent (``rewards.sandbox._launch_plan``). What took hold is written
-to STATUS_FD as one JSON line before the exec; the runner never sees that descriptor. Only the
+PLAN is the parent's plan (``rewards.sandbox._launch_plan``), marshalled and hex-encoded (marshal
+needs no import: this runs once per program). The names of the layers that took hold are written
+to STATUS_FD, space-separated, before the exec; the runner never sees that descriptor. Only the
 standard library and ``fs_jail`` are imported (``-S``: no site-packages).
 """
 
 import ctypes
-import json
+import marshal
 import os
 import resource
 import sys
@@ -35,7 +36,7 @@ def _write(path: str, data: bytes) -> None:
 def fence(plan: dict) -> dict:
     """Apply the plan in its one safe order; returns which layers took hold."""
     unshare = ctypes.CDLL(None, use_errno=True).unshare
-    done = {}
+    done: dict[str, bool] = {}
     if plan["cgroup_procs"]:  # first: while still in the evaluator's namespaces, mounts and uid
         try:
             _write(plan["cgroup_procs"], b"0")  # "0": the writing process itself (v1 and v2)
@@ -46,13 +47,13 @@ def fence(plan: dict) -> dict:
         done["userns"] = unshare(CLONE_NEWUSER) == 0
         if done["userns"]:
             for path, data in plan["userns_maps"]:
-                _write(path, data.encode())
+                _write(path, data)
     if plan["namespaces"]:  # -1 where refused: then that fence is missing (isolation() says so)
         done["net"] = unshare(CLONE_NEWNET) == 0
         done["pid"] = unshare(CLONE_NEWPID) == 0  # for the runner's children (child_runner.enter_pid_namespace)
         done["ipc"] = unshare(CLONE_NEWIPC) == 0  # System V shared memory dies with the program
     if plan["jail"] is not None:
-        done["jail"] = fs_jail.enter(fs_jail.decode(plan["jail"]))  # False: the uid's permissions only
+        done["jail"] = fs_jail.enter(fs_jail.Plan(**plan["jail"], attr=fs_jail.read_only()))  # False: permissions only
     if plan["ids"] is not None:
         # Drop root for good. NPROC is lowered only afterwards, so that the kernel's check at
         # setuid() (PF_NPROC_EXCEEDED) cannot fail the exec when other sandboxes are busy.
@@ -71,13 +72,13 @@ def fence(plan: dict) -> dict:
 
 
 def main() -> None:
-    plan, status_fd, cmd = json.loads(sys.argv[1]), int(sys.argv[2]), sys.argv[4:]
+    plan, status_fd, cmd = marshal.loads(bytes.fromhex(sys.argv[1])), int(sys.argv[2]), sys.argv[4:]
     try:
         done = fence(plan)
     except Exception as exc:  # e.g. setuid refused: never run the program half fenced
         os.write(2, f"sandbox launcher: {type(exc).__name__}: {exc}\n".encode())
         os._exit(126)
-    os.write(status_fd, json.dumps(done).encode())
+    os.write(status_fd, " ".join(k for k, ok in done.items() if ok).encode())
     os.close(status_fd)
     os.execv(cmd[0], cmd)
 

@@ -60,6 +60,7 @@ from __future__ import annotations
 import ctypes
 import json
 import logging
+import marshal
 import math
 import os
 import pwd
@@ -242,9 +243,9 @@ def _launch_plan(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, 
     # tasks/ is hidden even where a visible folder holds it (a non-editable install's site-packages)
     jail = fs_jail.plan(workdir, jail_root, visible_paths(), hide=(TASKS_DIR,), userns=userns is not None,
                         scratch_mb=memory_mb, inputs=inputs)
-    return {"cgroup_procs": cgroup_procs, "userns_maps": [[p, d.decode()] for p, d in userns] if userns else None,
-            "namespaces": _unshare is not None, "jail": fs_jail.encode(jail) if jail is not None else None,
-            "ids": list(ids) if ids is not None else None,
+    return {"cgroup_procs": cgroup_procs, "userns_maps": userns, "namespaces": _unshare is not None,
+            "jail": {k: v for k, v in vars(jail).items() if k != "attr"} if jail is not None else None,
+            "ids": ids,
             "own_userns": os.geteuid() == 0 and _unshare is not None,  # as root: one after the last uid change
             "limits": limits, "parent": os.getpid()}
 
@@ -314,7 +315,7 @@ def _start(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, entry:
     status_r, status_w = os.pipe()
     start = time.monotonic()
     try:
-        proc = subprocess.Popen([sys.executable, "-I", "-S", LAUNCHER, json.dumps(plan), str(status_w), "--", *runner],
+        proc = subprocess.Popen([sys.executable, "-I", "-S", LAUNCHER, marshal.dumps(plan).hex(), str(status_w), "--", *runner],
                                 cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(result_fd, status_w))
     except (OSError, subprocess.SubprocessError) as exc:
@@ -330,7 +331,7 @@ def _start(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, entry:
     except OSError:
         net_fd = net = None
     isolated = net is not None and net != _netns("self")
-    capped = bool(fenced.get("cgroup"))
+    capped = "cgroup" in fenced
     tail = bytearray()
     try:
         timed_out = _supervise(proc, start + timeout_s, tail)
@@ -359,8 +360,8 @@ def _start(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, entry:
                      phase="load" if payload.get("phase") == "load" else "call", **common)
 
 
-def _read_status(fd: int, deadline: float) -> dict:
-    """The launcher's one JSON line (which fences took hold), read until it execs or dies; {} if none."""
+def _read_status(fd: int, deadline: float) -> set[str]:
+    """The layers the launcher says took hold, read until it execs or dies (none if it said nothing)."""
     data, poller = b"", select.poll()
     poller.register(fd, select.POLLIN)
     try:
@@ -373,11 +374,7 @@ def _read_status(fd: int, deadline: float) -> dict:
             data += chunk
     finally:
         os.close(fd)
-    try:
-        status = json.loads(data) if data else {}
-    except ValueError:
-        return {}
-    return status if isinstance(status, dict) else {}
+    return set(data.decode("ascii", "replace").split())
 
 
 def _supervise(proc: subprocess.Popen, deadline: float, tail: bytearray) -> bool:
