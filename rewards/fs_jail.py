@@ -152,10 +152,10 @@ def plan(workdir: str, root: str, visible: tuple[str, ...], hide: tuple[str, ...
                 tuple(os.fsencode(p) for p in rw) + ((b"/dev/shm",) if shm else ()),
                 f"size={max(1, scratch_mb)}m,mode=1777".encode(),
                 tuple((os.fsencode(os.path.join(workdir, n)), inner(os.path.join(rw[0], n))) for n in inputs),
-                shm, os.fsencode(rw[0]), _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0), _last_cap())
+                shm, os.fsencode(rw[0]), read_only_attr(), _last_cap())
 
 
-def read_only() -> _MountAttr:
+def read_only_attr() -> _MountAttr:
     """mount_setattr's argument: read-only, recursively."""
     return _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
 

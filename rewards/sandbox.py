@@ -94,9 +94,8 @@ SANDBOX_NPROC = 256  # per program's pids cgroup; as RLIMIT_NPROC: shared by all
 PROGRAM_NAME, HARNESS_NAME = "program.py", "harness.py"
 log = logging.getLogger(__name__)
 
-try:  # resolved here, in the parent, so the forked child only makes the call
+try:  # only whether this libc has unshare(2): rewards.launcher makes the calls (tests set it to None)
     _unshare = ctypes.CDLL(None, use_errno=True).unshare
-    _unshare.argtypes, _unshare.restype = [ctypes.c_int], ctypes.c_int
 except (OSError, AttributeError):
     _unshare = None
 

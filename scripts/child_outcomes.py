@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import difflib
 import json
-import sqlite3
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
+
+from report_data import ReadOnlyArchive
 
 # (key, label), in the order a child is classified: the loop's own markers first (train/children.py).
 OUTCOMES = (("edit_failed", "edit did not apply"), ("unchanged", "unchanged"), ("repeat", "repeat, not run"),
@@ -65,31 +65,26 @@ def change(parent: str, child: str, width: int = 70) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def child_outcomes(archive: str | Path, k: int = 3) -> ChildOutcomes:
+def child_outcomes(arch: ReadOnlyArchive, k: int = 3) -> ChildOutcomes:
     """Every solution with a parent is a child. Programs are the same when their stored code hash
     is (equal up to layout and comments, as the loop's embedding cache and repeat check key them),
     or, for a row without one, when their code is."""
-    db = sqlite3.connect(f"{Path(archive).resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        rows = db.execute("SELECT id, parent_id, epoch, code, reward, valid, metrics, code_hash "
-                          "FROM solutions ORDER BY id").fetchall()
-        counts, programs, first = Counter({key: 0 for key, _ in OUTCOMES}), Counter(), {}
-        best, best_epoch = None, None
-        for sid, parent, epoch, code, reward, valid, metrics, code_hash in rows:
-            if valid and (best is None or reward > best):
-                best, best_epoch = float(reward), int(epoch)
-            if parent is None:
-                continue
-            counts[outcome(json.loads(metrics or "{}"), bool(valid))] += 1
-            if valid:
-                key = code_hash or code
-                programs[key] += 1
-                first.setdefault(key, (sid, parent, epoch, code, reward))
-        most = []
-        for key, n in programs.most_common(k):
-            sid, parent, epoch, code, reward = first[key]
-            (parent_code,) = db.execute("SELECT code FROM solutions WHERE id = ?", (parent,)).fetchone()
-            most.append(Copies(n, sid, int(epoch), float(reward), change(parent_code, code)))
-    finally:
-        db.close()
+    rows = arch.db.execute("SELECT id, parent_id, epoch, code, reward, valid, metrics, code_hash "
+                           "FROM solutions ORDER BY id").fetchall()
+    counts, programs, first = Counter({key: 0 for key, _ in OUTCOMES}), Counter(), {}
+    best, best_epoch = None, None
+    for sid, parent, epoch, code, reward, valid, metrics, code_hash in rows:
+        if valid and (best is None or reward > best):
+            best, best_epoch = float(reward), int(epoch)
+        if parent is None:
+            continue
+        counts[outcome(json.loads(metrics or "{}"), bool(valid))] += 1
+        if valid:
+            key = code_hash or code
+            programs[key] += 1
+            first.setdefault(key, (sid, parent, epoch, code, reward))
+    most = []
+    for key, n in programs.most_common(k):
+        sid, parent, epoch, code, reward = first[key]
+        most.append(Copies(n, sid, int(epoch), float(reward), change(arch.get(parent).code, code)))
     return ChildOutcomes(sum(counts.values()), dict(counts), len(programs), most, best, best_epoch)

@@ -87,8 +87,8 @@ def cmd_front(arch: Archive, args, k: int) -> None:
         print(f"{members[i]:>6} {rewards[i]:>12.8g} {div[i]:>8.4f}")
 
 
-def cmd_children(archive: Path, args) -> None:
-    out = child_outcomes(archive, args.k)
+def cmd_children(arch: Archive, args) -> None:
+    out = child_outcomes(arch, args.k)
     print(f"{out.children} children: " + ", ".join(f"{label} {out.counts[key]} ({out.frac(key):.2f})" for key, label in OUTCOMES))
     best = "none valid" if out.best is None else f"{out.best:.8g}, first reached in epoch {out.best_epoch}"
     print(f"best: {best}")
@@ -113,9 +113,6 @@ def main(argv=None) -> int:
     p.add_argument("-k", type=int, default=5)
     args = parser.parse_args(argv)
     archive, k = _paths(args.run)
-    if args.command == "children":  # read-only: safe on a run that is still going
-        cmd_children(archive, args)
-        return 0
     try:
         arch = ReadOnlyArchive(archive)
     except RunDirError as exc:
@@ -125,6 +122,8 @@ def main(argv=None) -> int:
             cmd_top(arch, args)
         elif args.command == "lineage":
             cmd_lineage(arch, args)
+        elif args.command == "children":
+            cmd_children(arch, args)
         else:
             cmd_front(arch, args, k)
     return 0

@@ -61,7 +61,8 @@ def _runs_table(folder: Path) -> list[list[str]]:
     for run in sorted(folder.iterdir()):
         if not (pa.RUN.match(run.name) and (run / "archive.sqlite").is_file()):
             continue
-        out = co.child_outcomes(run / "archive.sqlite", k=1)
+        with rd.ReadOnlyArchive(run / "archive.sqlite") as arch:
+            out = co.child_outcomes(arch, k=1)
         top = out.most_written[0] if out.most_written else None
         rows.append([run.name, str(out.children), "-" if out.best is None else f"{out.best:.6g}",
                      "-" if out.best_epoch is None else str(out.best_epoch)]

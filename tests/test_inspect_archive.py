@@ -9,6 +9,7 @@ from population.archive import Archive
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import child_outcomes
 import inspect_archive
+from report_data import ReadOnlyArchive
 
 
 def build(tmp_path, crossover=False):
@@ -112,7 +113,8 @@ def test_children_outcomes_distinct_programs_and_the_most_written(tmp_path, caps
         valid = [(i, c) for i, (c, _, v, _, _) in zip(ids, kids) if v and c in hashes]
         arch.put_embeddings([i for i, _ in valid], np.zeros((len(valid), 2), np.float32), [hashes[c] for _, c in valid])
 
-    out = child_outcomes.child_outcomes(path, k=2)
+    with ReadOnlyArchive(path) as arch:
+        out = child_outcomes.child_outcomes(arch, k=2)
     assert out.children == 14
     assert out.counts == {"edit_failed": 2, "unchanged": 1, "repeat": 1, "valid": 8, "ran_failed": 2}
     assert out.frac("valid") == 8 / 14
@@ -139,7 +141,8 @@ def test_children_of_a_run_where_nothing_was_valid(tmp_path):
         (root,) = arch.add_many([dict(parent_id=None, epoch=0, code="x", reward=0.0, valid=False, feedback="f")])
         arch.add_many([dict(parent_id=root, epoch=1, code="x", reward=0.0, valid=False, feedback="f",
                             metrics={"edit_failed": 1.0})])
-    out = child_outcomes.child_outcomes(path)
+    with ReadOnlyArchive(path) as arch:
+        out = child_outcomes.child_outcomes(arch)
     assert (out.children, out.distinct_valid, out.most_written, out.best, out.best_epoch) == (1, 0, [], None, None)
 
 
