@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
-from dataclasses import dataclass
+from collections import namedtuple
 
 CLONE_NEWNS = 0x00020000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
@@ -32,8 +31,8 @@ MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
 MNT_DETACH = 0x2
 AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = -100, 0x8000, 0x1
 # mount_setattr(2) (Linux 5.12+): recursive read-only in one call; pivot_root(2). Per arch.
-SYS_MOUNT_SETATTR = {"x86_64": 442, "aarch64": 442}.get(platform.machine())
-SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine())
+SYS_MOUNT_SETATTR = {"x86_64": 442, "aarch64": 442}.get(os.uname().machine)
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine)
 # What every program needs to start a Python with numpy: binaries, libraries, the loader's cache,
 # device nodes and the kernel's views. Missing ones are skipped.
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev", "/proc", "/sys")
@@ -67,21 +66,24 @@ def _last_cap() -> int:
         return 63
 
 
-@dataclass(frozen=True)
-class Plan:
-    root: bytes  # an empty directory of the parent's: the tmpfs that becomes "/" is mounted on it
-    dirs: tuple[bytes, ...]  # created in the tmpfs, parents first (mount points, symlink folders)
-    files: tuple[bytes, ...]  # empty files in the tmpfs: mount points of single-file binds
-    links: tuple[tuple[bytes, bytes], ...]  # (target, link): symlinks met on the way to a bound path
-    binds: tuple[tuple[bytes, bytes], ...]  # (host path, path in the tmpfs), read-only ones first
-    hide: tuple[bytes, ...]  # final paths covered by an empty tmpfs (held-out data under a bound dir)
-    writable: tuple[bytes, ...]  # final paths remounted writable: the workdir, extra dirs, /dev/shm
-    scratch: bytes  # mount options of the tmpfs mounts on the workdir and /dev/shm
-    inputs: tuple[tuple[bytes, bytes], ...]  # (host file, path in the tmpfs): bound read-only into the workdir
-    shm: bool  # /dev is bound: the child gets a /dev/shm of its own
-    workdir: bytes
-    attr: _MountAttr
-    last_cap: int
+# The jail for one child: computed by ``plan`` in the parent, entered by ``enter`` in the launcher.
+# A namedtuple rather than a dataclass: the launcher imports this file once per program, and
+# dataclasses (with inspect, re, tokenize) is most of what that import would cost.
+Plan = namedtuple("Plan", (
+    "root",  # bytes: an empty directory of the parent's: the tmpfs that becomes "/" is mounted on it
+    "dirs",  # bytes paths created in the tmpfs, parents first (mount points, symlink folders)
+    "files",  # bytes paths of empty files in the tmpfs: mount points of single-file binds
+    "links",  # (target, link): symlinks met on the way to a bound path
+    "binds",  # (host path, path in the tmpfs), read-only ones first
+    "hide",  # final paths covered by an empty tmpfs (held-out data under a bound dir)
+    "writable",  # final paths remounted writable: the workdir, extra dirs, /dev/shm
+    "scratch",  # bytes: mount options of the tmpfs mounts on the workdir and /dev/shm
+    "inputs",  # (host file, path in the tmpfs): bound read-only into the workdir
+    "shm",  # bool: /dev is bound, so the child gets a /dev/shm of its own
+    "workdir",  # bytes: the workdir's path inside the jail
+    "attr",  # _MountAttr: mount_setattr's argument (rebuilt in the launcher: ctypes does not marshal)
+    "last_cap",  # int: the highest capability number, to empty the bounding set
+))
 
 
 def _real(path: str, links: dict[str, str]) -> str:

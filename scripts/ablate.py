@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from report_data import ReadOnlyArchive
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
@@ -103,13 +103,11 @@ class RunResult:
 
 def collect(run_dir: Path, variant: str, seed: int, wall_s: float) -> RunResult:
     """Read a finished run's outcome from its archive (read-only)."""
-    db = sqlite3.connect(f"file:{run_dir / 'archive.sqlite'}?mode=ro", uri=True)
-    try:
-        best = db.execute("SELECT MAX(reward) FROM solutions WHERE valid = 1").fetchone()[0]
-        rewards = np.array([r[0] for r in db.execute("SELECT reward FROM solutions WHERE parent_id IS NOT NULL")])
-        valid = np.array([r[0] for r in db.execute("SELECT valid FROM solutions WHERE parent_id IS NOT NULL")])
-    finally:
-        db.close()
+    with ReadOnlyArchive(run_dir / "archive.sqlite") as arch:
+        best = arch.db.execute("SELECT MAX(reward) FROM solutions WHERE valid = 1").fetchone()[0]
+        rows = arch.db.execute("SELECT reward, valid FROM solutions WHERE parent_id IS NOT NULL").fetchall()
+    rewards = np.array([r[0] for r in rows])
+    valid = np.array([r[1] for r in rows])
     return RunResult(variant, seed, float(best if best is not None else 0.0),
                      float(rewards.mean()) if len(rewards) else 0.0,
                      float(valid.mean()) if len(valid) else 0.0, int(len(rewards)), wall_s)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import sys
 from pathlib import Path
 
@@ -130,4 +131,10 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        code = main()
+        sys.stdout.flush()  # a piped stdout is block-buffered: the write that finds the pipe closed is here
+    except BrokenPipeError:  # `... | head` stopped reading: end quietly, as other command-line tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush cannot fail again
+        code = 1
+    sys.exit(code)

@@ -14,22 +14,19 @@ from __future__ import annotations
 
 import argparse
 import re
-import sqlite3
 import sys
 from pathlib import Path
 
 import numpy as np
+from report_data import ReadOnlyArchive, RunDirError
 
 RUN = re.compile(r"^(?P<variant>.+)-s(?P<seed>\d+)$")
 
 
 def best_so_far(archive: Path) -> np.ndarray:
     """Entry k: the best valid reward after k + 1 children (the starter's before any child)."""
-    db = sqlite3.connect(f"{archive.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        rows = db.execute("SELECT epoch, reward, valid FROM solutions ORDER BY id").fetchall()
-    finally:
-        db.close()
+    with ReadOnlyArchive(archive) as arch:
+        rows = arch.db.execute("SELECT epoch, reward, valid FROM solutions ORDER BY id").fetchall()
     if not rows or rows[0][0] != 0:
         raise SystemExit(f"plot_ablation: {archive} has no starter row (epoch 0) first")
     best, out = float(rows[0][1]) if rows[0][2] else 0.0, []
@@ -72,12 +69,9 @@ def table(curves: dict[str, list[np.ndarray]], budgets: list[int]) -> str:
 
 def valid_by_epoch(archive: Path) -> np.ndarray:
     """Entry e - 1: the fraction of epoch e's children that are valid (edit failures count as invalid)."""
-    db = sqlite3.connect(f"{archive.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        rows = db.execute("SELECT epoch, AVG(valid) FROM solutions WHERE parent_id IS NOT NULL "
-                          "GROUP BY epoch ORDER BY epoch").fetchall()
-    finally:
-        db.close()
+    with ReadOnlyArchive(archive) as arch:
+        rows = arch.db.execute("SELECT epoch, AVG(valid) FROM solutions WHERE parent_id IS NOT NULL "
+                               "GROUP BY epoch ORDER BY epoch").fetchall()
     return np.array([float(frac) for _, frac in rows])
 
 
@@ -148,7 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budgets", nargs="+", type=int, help="default: 16, 32, 64, ... and the shortest run's length")
     parser.add_argument("--out", type=Path, help="the PNG (default OUT_DIR/best_so_far.png)")
     args = parser.parse_args(argv)
-    curves = collect(args.out_dir)
+    try:
+        curves = collect(args.out_dir)
+    except RunDirError as exc:
+        raise SystemExit(f"plot_ablation: {exc}") from None
     path = args.out or args.out_dir / "best_so_far.png"
     figure(curves, f"best so far vs children: {args.out_dir.name}").savefig(path, dpi=120)
     print(table(curves, args.budgets or default_budgets(curves)))

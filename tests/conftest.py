@@ -19,7 +19,11 @@ if str(ROOT) not in sys.path:
 
 
 def load_script(name: str):
-    """scripts/NAME.py as a module (scripts/ is not a package): ``from conftest import load_script``."""
+    """scripts/NAME.py as a module (scripts/ is not a package): ``from conftest import load_script``.
+
+    scripts/ goes on sys.path as it does when the script runs, so its imports of sibling modules resolve."""
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.insert(0, str(ROOT / "scripts"))
     spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses look their module up while the file executes

@@ -1,3 +1,4 @@
+import subprocess
 import sys
 from pathlib import Path
 
@@ -144,6 +145,18 @@ def test_children_of_a_run_where_nothing_was_valid(tmp_path):
     with ReadOnlyArchive(path) as arch:
         out = child_outcomes.child_outcomes(arch)
     assert (out.children, out.distinct_valid, out.most_written, out.best, out.best_epoch) == (1, 0, [], None, None)
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
+    # `inspect_archive.py RUN top | head -1`: the pipe is closed before the script writes
+    path, _ = build(tmp_path)
+    script = Path(__file__).resolve().parents[1] / "scripts" / "inspect_archive.py"
+    proc = subprocess.Popen([sys.executable, str(script), str(path), "top"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 1
+    assert err == ""
 
 
 def test_inspecting_never_writes_the_archive(tmp_path, capsys):

@@ -46,6 +46,15 @@ def test_a_folder_without_runs_is_a_clear_exit(tmp_path):
         plot_ablation.collect(tmp_path)
 
 
+def test_a_run_whose_archive_is_not_an_archive_is_a_clear_exit(tmp_path):
+    make_run(tmp_path / "helix-s0", [1.84], [True])
+    (tmp_path / "helix-s1").mkdir()
+    (tmp_path / "helix-s1" / "archive.sqlite").write_text("not sqlite\n" * 100)
+    with pytest.raises(SystemExit, match="helix-s1/archive.sqlite is not a readable SQLite archive"):
+        plot_ablation.main([str(tmp_path)])
+    assert not (tmp_path / "best_so_far.png").exists()
+
+
 def test_valid_fraction_per_epoch_and_default_budgets(tmp_path):
     # epochs of 4 children (make_run): epoch 1 has 2 valid of 4, epoch 2 has 1 of 2 (a failed edit is a child)
     make_run(tmp_path / "helix-s0", [1.84, 0.0, 1.85, 0.0, 1.86, 0.0], [True, False, True, False, True, False])
