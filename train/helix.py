@@ -22,6 +22,7 @@ if __package__ in (None, ""):  # run as a script: import the repo's packages, no
     sys.path.insert(0, str(_here.parent))
 
 import argparse
+import gc
 import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -105,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"helix: error: {err}", file=sys.stderr)
         return 1
     finally:
+        # What the run left in reference cycles (a DDP/FSDP/DeepSpeed model with hooks on the group)
+        # is freed while the group exists, not by the interpreter's teardown after it is destroyed.
+        gc.collect()
         shutdown(info)
     return 0
 

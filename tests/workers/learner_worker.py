@@ -2,6 +2,7 @@
 tests/test_distributed_train.py. Writes the resulting full weights to OUT/weights.pt (rank 0)."""
 
 import argparse
+import gc
 import json
 import sys
 from pathlib import Path
@@ -81,6 +82,11 @@ def main() -> None:
         out.mkdir(parents=True, exist_ok=True)
         torch.save({k: v.detach().clone() for k, v in weights.items()}, out / "weights.pt")
         (out / "losses.json").write_text(json.dumps(losses))
+    # The learner (a DDP/FSDP/DeepSpeed wrapper with hooks on the group) goes before the group, as in
+    # train/helix.py. Kept past it, it was destroyed at main()'s return with the group already gone,
+    # and once in CI a DDP rank hung there (at that line) until the 300 s watchdog above.
+    del learner, model, weights
+    gc.collect()
     shutdown(info)
 
 
