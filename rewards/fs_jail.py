@@ -16,7 +16,7 @@ refuses, ``enter`` returns False and the child runs with the uid's permissions a
 no capabilities, so it can neither undo the mounts nor override file permissions.
 
 ``plan`` runs in the parent; ``enter`` runs in ``rewards.launcher``, the sandboxed process's first
-program, on the plan the parent computed (its fields travel there marshalled, ``attr`` rebuilt).
+program, on the plan the parent computed (its fields travel there marshalled).
 """
 
 from __future__ import annotations
@@ -81,7 +81,6 @@ Plan = namedtuple("Plan", (
     "inputs",  # (host file, path in the tmpfs): bound read-only into the workdir
     "shm",  # bool: /dev is bound, so the child gets a /dev/shm of its own
     "workdir",  # bytes: the workdir's path inside the jail
-    "attr",  # _MountAttr: mount_setattr's argument (rebuilt in the launcher: ctypes does not marshal)
     "last_cap",  # int: the highest capability number, to empty the bounding set
 ))
 
@@ -154,12 +153,7 @@ def plan(workdir: str, root: str, visible: tuple[str, ...], hide: tuple[str, ...
                 tuple(os.fsencode(p) for p in rw) + ((b"/dev/shm",) if shm else ()),
                 f"size={max(1, scratch_mb)}m,mode=1777".encode(),
                 tuple((os.fsencode(os.path.join(workdir, n)), inner(os.path.join(rw[0], n))) for n in inputs),
-                shm, os.fsencode(rw[0]), read_only_attr(), _last_cap())
-
-
-def read_only_attr() -> _MountAttr:
-    """mount_setattr's argument: read-only, recursively."""
-    return _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
+                shm, os.fsencode(rw[0]), _last_cap())
 
 
 def enter(p: Plan) -> bool:
@@ -203,7 +197,8 @@ def enter(p: Plan) -> bool:
     if _libc.syscall(SYS_PIVOT_ROOT, b".", b".") != 0 or _umount2(b".", MNT_DETACH) != 0:
         return False
     os.chdir(b"/")
-    if _libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, b"/", AT_RECURSIVE, ctypes.byref(p.attr), ctypes.sizeof(p.attr)) != 0:
+    attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)  # read-only, recursively
+    if _libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, b"/", AT_RECURSIVE, ctypes.byref(attr), ctypes.sizeof(attr)) != 0:
         return False
     for path in p.writable:  # a bind remount without MS_RDONLY makes that one mount writable
         flags = MS_NOSUID | MS_NODEV | (MS_NOEXEC if path == b"/dev/shm" else 0)

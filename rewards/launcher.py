@@ -53,7 +53,7 @@ def fence(plan: dict) -> dict:
         done["pid"] = unshare(CLONE_NEWPID) == 0  # for the runner's children (child_runner.enter_pid_namespace)
         done["ipc"] = unshare(CLONE_NEWIPC) == 0  # System V shared memory dies with the program
     if plan["jail"] is not None:
-        done["jail"] = fs_jail.enter(fs_jail.Plan(**plan["jail"], attr=fs_jail.read_only_attr()))  # False: permissions only
+        done["jail"] = fs_jail.enter(fs_jail.Plan(**plan["jail"]))  # False: permissions only
     if plan["ids"] is not None:
         # Drop root for good. NPROC is lowered only afterwards, so that the kernel's check at
         # setuid() (PF_NPROC_EXCEEDED) cannot fail the exec when other sandboxes are busy.

@@ -243,7 +243,7 @@ def _launch_plan(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, 
     jail = fs_jail.plan(workdir, jail_root, visible_paths(), hide=(TASKS_DIR,), userns=userns is not None,
                         scratch_mb=memory_mb, inputs=inputs)
     return {"cgroup_procs": cgroup_procs, "userns_maps": userns, "namespaces": _unshare is not None,
-            "jail": {k: v for k, v in jail._asdict().items() if k != "attr"} if jail is not None else None,
+            "jail": jail._asdict() if jail is not None else None,
             "ids": ids,
             "own_userns": os.geteuid() == 0 and _unshare is not None,  # as root: one after the last uid change
             "limits": limits, "parent": os.getpid()}
