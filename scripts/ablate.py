@@ -11,9 +11,10 @@ Each (variant, seed) is its own `train/helix.py` process on the task's config (`
 config.yaml is the resolved config. Every run is stopped by the same budget (children evaluated, or wall-clock
 seconds), so every variant gets the same number of evaluated programs. A variant that would not change the task's
 config (its setting is already the config's) repeats helix: it is skipped with a note, or refused when named in
---variants. Runs land in OUT/<variant>-s<seed>; a run finished with the same command is not redone, so an
-interrupted ablation continues where it stopped (a run made with other settings is run again). The table
-(markdown + JSON) goes to OUT/ablation.md and OUT/ablation.json.
+--variants. Runs land in OUT/<variant>-s<seed>; a run finished with the same settings is not redone (from any
+checkout), so an interrupted ablation continues where it stopped. A finished run made with other settings is
+moved aside to OUT/<variant>-s<seed>.replaced-<k>, never deleted, and run again. The table (markdown + JSON)
+goes to OUT/ablation.md and OUT/ablation.json.
 """
 
 from __future__ import annotations
@@ -142,6 +143,20 @@ def markdown(rows: list[dict], title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def settings(command: list[str]) -> list[str]:
+    """What decides a recorded run (``train/helix.py`` and its arguments): the arguments, with a config inside the
+    checkout named relative to it and without the output folder. A recorded command holds absolute paths, and a
+    clone or a moved checkout must still find its finished runs instead of running them again."""
+    if not command:
+        return []
+    root, args = Path(command[0]).parents[1], list(command[1:])
+    if "--config" in args[:-1]:
+        i = args.index("--config") + 1
+        if Path(args[i]).is_relative_to(root):
+            args[i] = str(Path(args[i]).relative_to(root))
+    return [a for a in args if not a.startswith("run.output_dir=")]
+
+
 def run_one(config: Path, variant: str, seed: int, out: Path, budget: list[str], overrides: list[str],
             quiet: bool) -> RunResult:
     run_dir = out / f"{variant}-s{seed}"
@@ -150,11 +165,15 @@ def run_one(config: Path, variant: str, seed: int, out: Path, budget: list[str],
            "run.progress=false", *budget, *overrides, *variant_overrides(variant)]
     if (run_dir / DONE).is_file():  # finished earlier with the same settings: an interrupted ablation continues
         done = json.loads((run_dir / DONE).read_text())
-        if done.get("command") == cmd[1:]:
+        if settings(done.get("command", [])) == settings(cmd[1:]):
             return RunResult(**done["result"])
-        print(f"[ablate] {run_dir} was run with other settings (budget, overrides or config); running it again",
-              flush=True)
-    if run_dir.exists():  # unfinished, or other settings: start again from scratch
+        k = 1
+        while (kept := run_dir.with_name(f"{run_dir.name}.replaced-{k}")).exists():
+            k += 1
+        run_dir.rename(kept)
+        print(f"[ablate] {run_dir} was run with other settings (budget, overrides or config): kept as {kept}, "
+              "running it again", flush=True)
+    elif run_dir.exists():  # unfinished: start again from scratch
         import shutil
 
         shutil.rmtree(run_dir)

@@ -127,3 +127,43 @@ def test_tiny_ablation_runs_every_variant_under_the_same_budget(tmp_path):
     assert (tmp_path / "helix-s0" / "archive.sqlite").stat().st_mtime != before
     rerun = json.loads((tmp_path / "ablation.json").read_text())["runs"]
     assert [r["children"] for r in rerun] == [12]  # 3 epochs of 2 x 2 children reach 10
+
+
+def test_finished_runs_are_found_from_another_checkout_and_never_deleted(tmp_path, monkeypatch, capsys):
+    """A recorded command holds absolute paths (train/helix.py, the config): a second clone given the same
+    ablation must reuse the finished runs, not run them again. A run made with other settings is run again,
+    and the finished one is moved aside, files and all, instead of being deleted."""
+    calls = []
+    monkeypatch.setattr(ablate.subprocess, "run", _fake_helix(calls))
+    out = tmp_path / "out"
+    args = ["--task", "keane_bump_20", "--variants", "helix", "--seeds", "0", "--evaluations", "4", "--out", str(out)]
+    assert ablate.main([*args, "--set", "rollout.max_new_tokens=64"]) == 0 and len(calls) == 1
+    done = out / "helix-s0" / ablate.DONE
+    record = json.loads(done.read_text())
+    elsewhere = "/home/someone/old-clone"
+    record["command"] = [a.replace(str(ablate.ROOT), elsewhere) for a in record["command"]]
+    assert record["command"][:3] == [f"{elsewhere}/train/helix.py", "--config", f"{elsewhere}/configs/keane_bump_20.yaml"]
+    record["command"] = [f"run.output_dir=../{out.name}" if a.startswith("run.output_dir=") else a
+                         for a in record["command"]]  # the same folder, named from where that clone stood
+    done.write_text(json.dumps(record))
+    assert ablate.main([*args, "--set", "rollout.max_new_tokens=64"]) == 0
+    assert len(calls) == 1, "a finished run was run again only because the checkout moved"
+
+    assert ablate.main([*args, "--set", "rollout.max_new_tokens=32"]) == 0 and len(calls) == 2
+    kept = out / "helix-s0.replaced-1"
+    assert f"kept as {kept}" in capsys.readouterr().out
+    assert json.loads((kept / ablate.DONE).read_text()) == record and (kept / "archive.sqlite").is_file()
+    assert "rollout.max_new_tokens=32" in json.loads(done.read_text())["command"]
+    assert ablate.main([*args, "--set", "rollout.max_new_tokens=16"]) == 0
+    assert (out / "helix-s0.replaced-2" / ablate.DONE).is_file() and kept.is_dir()
+    assert [r["variant"] for r in json.loads((out / "ablation.json").read_text())["rows"]] == ["helix"]
+
+
+def test_settings_ignore_where_the_checkout_and_the_output_folder_are():
+    a = ["/a/repo/train/helix.py", "--config", "/a/repo/configs/x.yaml", "run.seed=0", "run.output_dir=runs/q"]
+    b = ["/b/clone/train/helix.py", "--config", "/b/clone/configs/x.yaml", "run.seed=0", "run.output_dir=/b/clone/runs/q"]
+    assert ablate.settings(a) == ablate.settings(b) == ["--config", "configs/x.yaml", "run.seed=0"]
+    outside = ["/a/repo/train/helix.py", "--config", "/etc/helix/x.yaml", "run.seed=0"]
+    assert ablate.settings(outside) == ["--config", "/etc/helix/x.yaml", "run.seed=0"]  # not the checkout's: kept whole
+    assert ablate.settings(a) != ablate.settings([*a[:3], "run.seed=1"])
+    assert ablate.settings([]) == []
