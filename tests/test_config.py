@@ -26,6 +26,13 @@ def test_defaults_follow_the_paper():
     assert cfg.trainer.lr == 1e-6 and cfg.trainer.kl_coef == 1e-3 and cfg.trainer.kl_type == "low_var_kl"
     assert cfg.rollout.group_size == 16 and cfg.rollout.temperature == 1.0 and cfg.rollout.top_p == 0.95
     assert cfg.trainer.epochs == 80 and cfg.population.knn_k == 5 and cfg.selection.strategy == "nsga2"
+    # eq. 4: 1/G sum_j 1/|a_j| sum_k, i.e. verl's seq-mean-token-mean, not verl's token-mean default
+    assert cfg.trainer.loss_agg_mode == "seq-mean-token-mean"
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.yaml")), ids=lambda p: p.stem)
+def test_shipped_configs_aggregate_the_loss_as_eq4(path):
+    assert load_config(path).trainer.loss_agg_mode == "seq-mean-token-mean"
 
 
 def test_unknown_key_names_key_file_and_nearest(tmp_path):

@@ -109,7 +109,7 @@ def test_quickstart_is_pinned():
         "rollout.stop": "</answer>", "rollout.description": "brief", "rollout.max_prompt_tokens": 1280,
         "rollout.n_ancestors": 2, "trainer.epochs": 4, "trainer.prompts_per_epoch": 2, "trainer.lr": 1e-6,
         "trainer.kl_coef": 1e-3, "trainer.kl_type": "low_var_kl", "trainer.adv_estimator": "grpo",
-        "trainer.policy_loss": "vanilla", "trainer.loss_agg_mode": "token-mean", "trainer.micro_batch_size": 4,
+        "trainer.policy_loss": "vanilla", "trainer.loss_agg_mode": "seq-mean-token-mean", "trainer.micro_batch_size": 4,
         "population.size": 8, "population.knn_k": 5, "population.embedder": "all-minilm-l6-v2",
         "selection.strategy": "nsga2", "run.output_dir": "runs", "run.seed": 0, "run.export": True,
     }

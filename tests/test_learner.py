@@ -42,12 +42,14 @@ def _step(model, tokenizer, micro, sgd=False, **overrides):
     return learner.step(samples(tokenizer))
 
 
+@pytest.mark.parametrize("agg", ["seq-mean-token-mean", "token-mean"])
 @pytest.mark.parametrize("budget", [0, 1, 20])
-def test_micro_batching_does_not_change_the_update(tiny_model, tokenizer, budget):
+def test_micro_batching_does_not_change_the_update(tiny_model, tokenizer, budget, agg):
     """micro=1 vs one micro-batch of 6, and token budgets from "every sequence alone" (1) up."""
     a, b = copy.deepcopy(tiny_model), copy.deepcopy(tiny_model)
-    ma = _step(a, tokenizer, micro=1 if budget == 0 else 6, sgd=True, max_tokens_per_micro_batch=budget)
-    mb = _step(b, tokenizer, micro=6, sgd=True)
+    ma = _step(a, tokenizer, micro=1 if budget == 0 else 6, sgd=True, max_tokens_per_micro_batch=budget,
+               loss_agg_mode=agg)
+    mb = _step(b, tokenizer, micro=6, sgd=True, loss_agg_mode=agg)
     assert ma["micro_batches"] > mb["micro_batches"] == 1
     assert ma["loss"] == pytest.approx(mb["loss"], rel=1e-4, abs=1e-6)
     for pa, pb in zip(a.parameters(), b.parameters()):
@@ -187,10 +189,12 @@ def test_mini_batches_cut_whole_groups_and_repeat_per_epoch():
     assert mini_batches([7, 7, 7], 3) == [[0, 1, 2], [], []]  # a rank with fewer groups than parts
 
 
-def test_ppo_mini_batches_take_ratios_against_the_sampling_policy(tiny_model, tokenizer):
+@pytest.mark.parametrize("agg", ["seq-mean-token-mean", "token-mean"])
+def test_ppo_mini_batches_take_ratios_against_the_sampling_policy(tiny_model, tokenizer, agg):
     """Two optimizer steps on one batch of rollouts, checked against plain torch: the second step's
     ratio is pi_new / pi_old with pi_old the policy *before the first step* (clip range wide open,
-    no KL, so the loss is -A * ratio averaged over the mini-batch's tokens)."""
+    no KL, so the loss is -A * ratio averaged over each answer's tokens and then the answers (eq. 4),
+    or over the mini-batch's tokens (token-mean))."""
     from train.grpo import compute_advantages
 
     batch, pad = samples(tokenizer), tokenizer.pad_token_id
@@ -198,7 +202,7 @@ def test_ppo_mini_batches_take_ratios_against_the_sampling_policy(tiny_model, to
     # shared_prefix off: the hand reference below is one row per sample, and two AdamW steps amplify the
     # layouts' float round-off past atol (shared vs per-sample is tests/test_shared_prefix.py's job).
     cfg = TrainerConfig(lr=1e-2, grad_clip=1e9, kl_coef=0.0, micro_batch_size=6, ppo_mini_batches=2, shared_prefix=False,
-                        clip_ratio_low=0.99, clip_ratio_high=100.0)
+                        clip_ratio_low=0.99, clip_ratio_high=100.0, loss_agg_mode=agg)
     metrics = Learner(ours, cfg, group_size=3, temperature=1.0, pad_id=pad, info=DistInfo()).step(batch)
     assert metrics["optimizer_steps"] == 2 and metrics["micro_batches"] == 2
 
@@ -215,7 +219,8 @@ def test_ppo_mini_batches_take_ratios_against_the_sampling_policy(tiny_model, to
         logp, _ = response_logprobs(theirs, sub)
         ratio = torch.exp(logp - old[idx, :r])
         m = mask[idx, :r]
-        loss = -(adv[idx, :r] * ratio * m).sum() / m.sum()
+        terms = adv[idx, :r] * ratio * m
+        loss = -(terms.sum() / m.sum() if agg == "token-mean" else (terms.sum(-1) / m.sum(-1)).mean())
         opt.zero_grad()
         loss.backward()
         opt.step()

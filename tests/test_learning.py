@@ -61,7 +61,7 @@ def run(train: bool, seed: int = SEED, steps: int = STEPS, lr: float = LR) -> li
     with torch.random.fork_rng():  # seed the init without touching other tests' global RNG
         torch.manual_seed(seed)
         model = LlamaForCausalLM(tiny_random_config(VOCAB))
-    # Everything else is the paper's setting: eps = 0.2, beta = 1e-3 low_var_kl, token-mean.
+    # Everything else is the paper's setting: eps = 0.2, beta = 1e-3 low_var_kl, seq-mean-token-mean (eq. 4).
     cfg = TrainerConfig(lr=lr, micro_batch_size=PROMPTS * G)
     learner = Learner(model, cfg, group_size=G, temperature=1.0, pad_id=PAD, info=DistInfo())
     gen = torch.Generator().manual_seed(seed)

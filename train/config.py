@@ -64,7 +64,9 @@ class TrainerConfig:
     policy_loss: str = "vanilla"  # any name in verl's policy-loss registry
     clip_ratio_low: float = _rule(0.2, lambda v: 0 <= v < 1, "must be in [0, 1)")
     clip_ratio_high: float = _rule(0.2, lambda v: v >= 0, "must be >= 0")
-    loss_agg_mode: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"] = "token-mean"
+    # eq. 4 averages tokens within each answer, then answers over the group: verl's seq-mean-token-mean
+    loss_agg_mode: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"] = \
+        "seq-mean-token-mean"
     kl_coef: float = _rule(1e-3, lambda v: v >= 0, "must be >= 0")  # beta in eq. 4; 0 drops the reference model
     kl_type: Literal["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "full"] = "low_var_kl"
     entropy_coeff: float = _rule(0.0, lambda v: v >= 0, "must be >= 0")

@@ -105,7 +105,7 @@ class LossSettings:
     policy_loss: str = "vanilla"
     clip_ratio_low: float = 0.2
     clip_ratio_high: float = 0.2
-    loss_agg_mode: str = "token-mean"
+    loss_agg_mode: str = "seq-mean-token-mean"  # eq. 4: 1/G sum_j 1/|a_j| sum_k
     kl_coef: float = 1e-3
     kl_type: str = "low_var_kl"
     entropy_coeff: float = 0.0
