@@ -86,29 +86,37 @@ def find_line(codes: np.ndarray, n: int) -> tuple[int, int, int] | None:
     return None
 
 
-def verify_cap_set(returned, n: int) -> Verdict:
+def shape_problem(returned, n: int) -> str | None:
+    """Why ``returned`` is not a non-empty list of at most 3^n lists of n integers in {0, 1, 2}, or None."""
     use = usage(n)
     if not isinstance(returned, list):
-        return invalid(f"got {type(returned).__name__}, not a list of vectors; {use}")
+        return f"got {type(returned).__name__}, not a list of vectors; {use}"
     if not returned:
-        return invalid(f"the set is empty; {use}")
+        return f"the set is empty; {use}"
     total = 3**n
     if len(returned) > total:
-        return invalid(f"got {len(returned)} vectors, but Z_3^{n} has only {total}; {use}")
+        return f"got {len(returned)} vectors, but Z_3^{n} has only {total}; {use}"
     for i, v in enumerate(returned):
         if not isinstance(v, list) or len(v) != n:
             what = f"a list of length {len(v)}" if isinstance(v, list) else f"{repr(v)[:40]} ({type(v).__name__})"
-            return invalid(f"vector {i} is {what}, not a list of {n} integers; {use}")
+            return f"vector {i} is {what}, not a list of {n} integers; {use}"
     flat = [x for v in returned for x in v]
     if any(type(x) is not int for x in flat):  # exact type: bool, float (1.0), str are all rejected
         i = next(i for i, x in enumerate(flat) if type(x) is not int)
-        return invalid(f"vector {i // n} has entry {repr(flat[i])[:40]} ({type(flat[i]).__name__}) at position "
-                       f"{i % n}, not an integer; {use}")
+        return (f"vector {i // n} has entry {repr(flat[i])[:40]} ({type(flat[i]).__name__}) at position "
+                f"{i % n}, not an integer; {use}")
     low, high = min(flat), max(flat)
     if low < 0 or high > 2:
         i = next(i for i, x in enumerate(flat) if not 0 <= x <= 2)
         bad = flat[i] if abs(flat[i]) < 10**15 else "a huge integer"
-        return invalid(f"vector {i // n} has entry {bad} at position {i % n}; entries must be 0, 1 or 2; {use}")
+        return f"vector {i // n} has entry {bad} at position {i % n}; entries must be 0, 1 or 2; {use}"
+    return None
+
+
+def verify_cap_set(returned, n: int) -> Verdict:
+    problem = shape_problem(returned, n)
+    if problem:
+        return invalid(problem)
     vectors = np.array(returned, dtype=np.int64).reshape(len(returned), n)
     codes = vectors @ powers(n)
     _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)

@@ -2,9 +2,12 @@
 
 The program defines ``dyck_to_perm(path)``. This harness enumerates every Dyck path of semilength
 1..7 itself (the same order as tasks/dyck.py's ``dyck_paths``, which it cannot import: tasks/ is
-hidden from the sandbox), calls the function once per path, and returns only the outputs, one
-per path in that order: a list of integers, or None where the call raised or returned something
-that is not a list of integers. It reports no paths and no scores: the verifier, in the parent,
+hidden from the sandbox), calls the function on every path in that order and then once more on
+every path in the reverse order, and returns only the outputs of both passes, one per path in
+the forward order: a list of integers, or None where the call raised or returned something that
+is not a list of integers. The second pass lets the verifier see a map that is not a function of
+the path (a counter of calls, randomness): such a map is not a bijection however its outputs
+happen to fall. It reports no paths and no scores: the verifier, in the parent,
 regenerates the paths, pairs them with the outputs by position and computes the reward, so a
 program that patches anything here can only spoil its own outputs. Names are prefixed ``_helix_``
 so they cannot clash with the program's; being executed after the program, its definitions win.
@@ -64,20 +67,24 @@ def _helix_as_ints(value):
 
 
 def helix_map_all_paths():
-    """{"outputs": [[output of path i of semilength n, ...] for n = 1..7], "first_problem": text}."""
+    """{"outputs": [[output of path i of semilength n, ...] for n = 1..7], "again": the same from
+    the second, reversed pass, "first_problem": text}."""
     fn = globals().get("dyck_to_perm")
     if not callable(fn):
         raise NameError("the program does not define dyck_to_perm(path)")
-    outputs, first_problem = [], None
-    for n in range(1, _HELIX_N_MAX + 1):
-        block = []
-        for path in _helix_dyck_paths(n):
+    paths = [_helix_dyck_paths(n) for n in range(1, _HELIX_N_MAX + 1)]
+    outputs = [[None] * len(block) for block in paths]
+    again = [[None] * len(block) for block in paths]
+    first_problem = None
+    order = [(n, i) for n, block in enumerate(paths) for i in range(len(block))]
+    for into, sequence in ((outputs, order), (again, order[::-1])):
+        for n, i in sequence:
+            path = paths[n][i]
             try:
                 ints, why = _helix_as_ints(fn(path))
             except Exception as exc:
                 ints, why = None, _helix_text(exc)
             if ints is None and first_problem is None:
                 first_problem = f"dyck_to_perm({path!r}) {why}"[:300]
-            block.append(ints)
-        outputs.append(block)
-    return {"outputs": outputs, "first_problem": first_problem}
+            into[n][i] = ints
+    return {"outputs": outputs, "again": again, "first_problem": first_problem}

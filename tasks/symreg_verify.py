@@ -10,6 +10,11 @@ R = log10(1 + 1/NMSE) on the median, with NMSE floored at 1e-12:
   eq. 28 goes negative): invalid programs score 0, so failing is never better than being poor,
   and poor models still rank (NMSE 1 -> 0.30, 10 -> 0.041).
 The unclipped eq. 28 value is kept in the metrics (``neg_log10_nmse``) for comparison with papers.
+
+Each case's predictions must be a flat list of finite numbers (JSON numbers: no booleans, strings
+or nulls, which numpy would silently turn into 1.0, a parsed float or NaN) of at most 1e100 in
+magnitude: a larger prediction is an overflow in all but name (squared, 1e154 already overflows a
+float), and is rejected like NaN and inf, so no NMSE or metric is ever inf and numpy never warns.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from tasks.base import Verdict, invalid
 
 NMSE_FLOOR = 1e-12
 REWARD_CAP = 12.0  # log10(1 + 1e12), to 4e-13
+MAX_ABS_PREDICTION = 1e100  # 200 squared errors of this size sum to 2e202: far from overflow
+MAX_PARAMS_SHOWN = 10  # the harness fits 10; a longer (forged) list is not shown
 
 
 def nmse(y_hat: np.ndarray, y: np.ndarray) -> float:
@@ -53,9 +60,40 @@ def _floats(value, n: int) -> list[float] | None:
     """Harness-reported extras (shown in feedback only, never scored)."""
     try:
         out = [float(v) for v in value]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     return out if len(out) == n and all(math.isfinite(v) for v in out) else None
+
+
+def _show(v) -> str:
+    return f"{v:.3g}" if isinstance(v, float) or abs(v) < 10**15 else "a huge integer"
+
+
+def case_problem(i: int, p, shape: tuple[int, ...]) -> str | None:
+    """Why case i's predictions cannot be scored (one line), or None: see the module docstring."""
+    if not isinstance(p, list):
+        return f"case {i}: the test predictions are not a flat list of numbers (got {type(p).__name__})"
+    if len(p) != shape[0] or any(isinstance(v, list) for v in p):
+        try:
+            got = f"shape {np.asarray(p, dtype=float).shape}"
+        except (TypeError, ValueError, OverflowError):
+            got = "a nested or ragged list"
+        return (f"case {i}: func(x, params) returned {got} on the test inputs, expected {shape} "
+                "(one prediction per row of x)")
+    for j, v in enumerate(p):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return (f"case {i}: test prediction {j} is {repr(v)[:40]} ({type(v).__name__}), not a number; "
+                    "the test predictions are not a flat list of numbers")
+    bad = sum(1 for v in p if isinstance(v, float) and not math.isfinite(v))
+    if bad:
+        return (f"case {i}: {bad} of {len(p)} test predictions are NaN or inf with the fitted params; guard "
+                "against log(0), division by zero and overflow outside the training range")
+    huge = [v for v in p if abs(v) > MAX_ABS_PREDICTION]
+    if huge:
+        return (f"case {i}: {len(huge)} of {len(p)} test predictions exceed {MAX_ABS_PREDICTION:g} in magnitude "
+                f"(first: {_show(huge[0])}), an overflow in all but name; guard against exp() or powers "
+                "that blow up outside the training range")
+    return None
 
 
 def verify_predictions(heldout: list[np.ndarray], returned) -> Verdict:
@@ -67,18 +105,10 @@ def verify_predictions(heldout: list[np.ndarray], returned) -> Verdict:
         return invalid(f"expected test predictions for {n} cases, got {len(preds)}")
     errors = []
     for i, (p, y) in enumerate(zip(preds, heldout)):
-        try:
-            arr = np.asarray(p, dtype=float)
-        except (TypeError, ValueError):
-            return invalid(f"case {i}: the test predictions are not a flat list of numbers")
-        if arr.shape != y.shape:
-            return invalid(f"case {i}: func(x, params) returned shape {arr.shape} on the test inputs, "
-                           f"expected {y.shape} (one prediction per row of x)")
-        bad = int(np.count_nonzero(~np.isfinite(arr)))
-        if bad:
-            return invalid(f"case {i}: {bad} of {arr.size} test predictions are NaN or inf with the fitted "
-                           "params; guard against log(0), division by zero and overflow outside the training range")
-        errors.append(nmse(arr, y))
+        problem = case_problem(i, p, y.shape)
+        if problem:
+            return invalid(problem)
+        errors.append(nmse(np.asarray(p, dtype=float), y))
     median = float(np.median(errors))
     reward = reward_from_nmse(median)
     lines = [f"test NMSE per case: {', '.join(f'{e:.3g}' for e in errors)}; median {median:.3g} -> "
@@ -89,7 +119,7 @@ def verify_predictions(heldout: list[np.ndarray], returned) -> Verdict:
         lines.append(f"train NMSE per case after the BFGS fit: {', '.join(f'{e:.3g}' for e in train)}")
     params = returned.get("params")
     if isinstance(params, list) and len(params) == n:
-        fitted = [_floats(p, len(p)) if isinstance(p, list) else None for p in params]
+        fitted = [_floats(p, len(p)) if isinstance(p, list) and len(p) <= MAX_PARAMS_SHOWN else None for p in params]
         if all(f is not None for f in fitted):
             lines.append("fitted params per case: " + "; ".join("[" + ", ".join(f"{v:.4g}" for v in f) + "]"
                                                                 for f in fitted))

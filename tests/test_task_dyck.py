@@ -80,8 +80,10 @@ def dyck_to_perm(path):
 
 
 def artefact(fn):
-    """What a faithful harness returns for the map fn (paths from the brute-force enumeration)."""
-    return {"outputs": [[fn(p) for p in brute_force_paths(n)] for n in range(1, N_MAX + 1)], "first_problem": None}
+    """What a faithful harness returns for the map fn (paths from the brute-force enumeration; a
+    function of the path gives the same outputs on the second pass)."""
+    outputs = [[fn(p) for p in brute_force_paths(n)] for n in range(1, N_MAX + 1)]
+    return {"outputs": outputs, "again": [list(block) for block in outputs], "first_problem": None}
 
 
 def expected(per_n):
@@ -162,10 +164,10 @@ def test_bjs_scores_exactly_one_through_the_sandbox(task):
 def test_outputs_are_paired_by_position_not_by_any_claim(task):
     """Reversing each block is a different map (path i gets the output of path C_n - 1 - i); it is
     still a bijection, so it still scores 1: the verifier only looks at positions."""
-    outputs = artefact(bjs)["outputs"]
-    assert task.verify({"outputs": [block[::-1] for block in outputs]}).reward == 1.0
-    keyed = {"outputs": [{p: bjs(p) for p in brute_force_paths(n)} for n in range(1, 8)]}
-    assert not task.verify(keyed).valid
+    outputs = [block[::-1] for block in artefact(bjs)["outputs"]]
+    assert task.verify({"outputs": outputs, "again": outputs}).reward == 1.0
+    keyed = [{p: bjs(p) for p in brute_force_paths(n)} for n in range(1, 8)]
+    assert not task.verify({"outputs": keyed, "again": keyed}).valid
 
 
 # ---- the starter and partial maps -----------------------------------------------------------------
@@ -263,16 +265,22 @@ def helix_map_all_paths():
 
 
 def test_a_program_that_patches_the_harness_gets_a_malformed_result(task):
-    """Patching the harness at call time only changes the artefact, which is checked: here every
-    block after the first holds one output."""
+    """Patching the harness at call time only changes the artefact, which is checked: here, on the
+    very last call (path 'UD' of the reversed second pass), the harness's own list of second
+    outputs loses its last block's last entry."""
     program = '''
+import sys
+
+
 def dyck_to_perm(path):
-    globals()["_helix_dyck_paths"] = lambda n: ["U" * n + "D" * n]
+    harness = sys._getframe(1).f_locals
+    if path == "UD" and harness.get("into") is harness.get("again"):
+        harness["again"][-1].pop()
     return list(range(1, len(path) // 2 + 1))
 '''
     result = run(task, program)
     assert not result.valid and result.reward == 0
-    assert "block 2 must hold 2 outputs (one per Dyck path of semilength 2), got 1" in result.feedback
+    assert "'again': block 7 must hold 429 outputs (one per Dyck path of semilength 7), got 428" in result.feedback
 
 
 # ---- hostile artefacts, straight to the verifier ----------------------------------------------------
@@ -289,6 +297,9 @@ def dyck_to_perm(path):
     (lambda a: a["outputs"][0].__setitem__(0, list(range(MAX_LEN + 1))), "output 0 of block 1 is neither null"),
     (lambda a: a.__setitem__("outputs", {"1": []}), "must hold 7 blocks"),
     (lambda a: a.pop("outputs"), "must be a dict with 'outputs'"),
+    (lambda a: a.pop("again"), "'again' must hold 7 blocks"),
+    (lambda a: a["again"][4].pop(), "'again': block 5 must hold 42 outputs"),
+    (lambda a: a["again"][2].__setitem__(1, [1.0, 2.0, 3.0]), "'again': output 1 of block 3 holds an entry"),
 ])
 def test_malformed_artefacts_are_rejected(task, mutate, message):
     returned = artefact(bjs)
@@ -305,7 +316,7 @@ def test_non_dict_artefacts_are_rejected(task, returned):
 
 def test_untrusted_problem_text_is_shown_truncated(task):
     returned = artefact(bjs)
-    returned["outputs"][1][0] = None
+    returned["outputs"][1][0] = returned["again"][1][0] = None
     returned["first_problem"] = "x" * 10_000
     verdict = task.verify(returned)
     assert verdict.valid and "gave no permutation: " + "x" * 200 in verdict.feedback

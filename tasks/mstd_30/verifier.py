@@ -18,6 +18,12 @@ CONWAY = (0, 2, 3, 4, 7, 11, 12, 14)  # |A+A| = 26, |A-A| = 25: the benchmark's 
 USAGE = f"construct_set() must return a list of distinct integers in [0, {N}) (the elements of A)"
 
 
+def is_integer(a) -> bool:
+    """A Python int, not a bool (JSON true would count as 1) nor a float: 29.5 would let a set of
+    half-integers in [0, 30), a set of integers in [0, 60) in disguise, score (see the hostile tests)."""
+    return isinstance(a, int) and not isinstance(a, bool)
+
+
 def sums_and_differences(elements) -> tuple[int, int]:
     """|A+A| and |A-A| of a collection of integers, by enumerating all pairs."""
     return len({a + b for a in elements for b in elements}), len({a - b for a in elements for b in elements})
@@ -31,7 +37,7 @@ def verify(returned) -> Verdict:
     if len(returned) > N:
         return invalid(f"got {len(returned)} elements, but a set in [0, {N}) has at most {N}; {USAGE}")
     for i, a in enumerate(returned):
-        if isinstance(a, bool) or not isinstance(a, int):
+        if not is_integer(a):
             return invalid(f"element {i} is {repr(a)[:40]} ({type(a).__name__}), not an integer; {USAGE}")
     outside = [a for a in returned if not 0 <= a < N]
     if outside:
