@@ -162,7 +162,9 @@ HOLDER = textwrap.dedent("""
     import numpy as np
     with np.load(sys.argv[1], allow_pickle=False) as data:
         y_test = data["y_test"].astype(float).copy()
-    ctypes.CDLL(None).prctl(0x59616D61, ctypes.c_ulong(-1).value, 0, 0, 0)  # Yama: any process may trace us
+    prctl = ctypes.CDLL(None).prctl
+    prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
+    prctl(0x59616D61, ctypes.c_ulong(-1).value, 0, 0, 0)  # PR_SET_PTRACER_ANY: under Yama, anyone may trace us
     print("ready", flush=True)
     time.sleep(60)
 """)
