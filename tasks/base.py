@@ -53,10 +53,12 @@ import difflib
 import importlib.util
 import logging
 import math
+import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 import yaml
 
 from tasks.template import check_template
@@ -112,18 +114,43 @@ class Task:
 
     def verify(self, returned: Any) -> Verdict:
         """Trusted reward for a returned artefact. A verifier exception becomes an invalid verdict
-        with the reason (the batch goes on); returning a non-Verdict is a task bug and raises."""
+        with the reason (the batch goes on); returning a non-Verdict is a task bug and raises.
+
+        Whatever the artefact holds (1e308, NaN, True, deep nesting), nothing reaches the console
+        and nothing non-finite leaves: numpy's floating-point warnings are off while the verifier
+        runs (``np.errstate`` is per thread and per context in numpy >= 2, and per thread before,
+        so the evaluator's other threads keep their own settings; ``warnings.catch_warnings``
+        would not be safe here, being process-wide), a valid verdict needs a finite real reward,
+        and a metric that is not a finite real number is dropped, so the archive stores finite
+        numbers only. Other warnings (e.g. numpy's "Mean of empty slice") are the verifier's to
+        avoid: tests/test_hostile_values.py runs every task's verifier over hostile values."""
         try:
-            verdict = self._verify(returned)
+            with np.errstate(all="ignore"):
+                verdict = self._verify(returned)
         except Exception as exc:
             log.warning("task %s: verifier raised %s: %s", self.name, type(exc).__name__, exc)
             return invalid(f"the verifier could not check the result: {type(exc).__name__}: {exc}"[:500])
         if not isinstance(verdict, Verdict):
             raise TypeError(f"{self.folder / 'verifier.py'}: verify() must return tasks.base.Verdict, "
                             f"got {type(verdict).__name__}")
-        if verdict.valid and not math.isfinite(verdict.reward):
-            return invalid(f"the verifier produced a non-finite reward ({verdict.reward}); treated as invalid")
-        return verdict
+
+        def finite(value, flags_too: bool) -> bool:  # a real number that a float holds, and not inf or NaN
+            if isinstance(value, (bool, np.bool_)):
+                return flags_too
+            try:
+                return isinstance(value, numbers.Real) and math.isfinite(value)
+            except OverflowError:  # an int beyond a float's range
+                return False
+
+        metrics = {str(k): float(v) for k, v in dict(verdict.metrics).items() if finite(v, flags_too=True)}
+        if len(metrics) < len(verdict.metrics):
+            log.debug("task %s: dropped metrics that are not finite numbers: %s", self.name,
+                      sorted(set(map(str, verdict.metrics)) - set(metrics)))
+        if verdict.valid and not finite(verdict.reward, flags_too=False):
+            shown = repr(verdict.reward)[:80]
+            return Verdict(0.0, False, f"the verifier produced a reward that is not a finite number ({shown}); "
+                                       "treated as invalid", metrics)
+        return Verdict(float(verdict.reward) if verdict.valid else 0.0, bool(verdict.valid), str(verdict.feedback), metrics)
 
 
 # Mutation kinds a task may add to the warm start's numeric and line edits (train.warm_start_data.EXTRA)

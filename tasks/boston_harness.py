@@ -6,8 +6,11 @@ returns its predictions. The held-out targets are not in this process nor in its
 tasks/ is hidden from it (the repository's .git is not: once heldout.npz is committed, `git show`
 can read it; tests/test_task_boston.py marks that as a known leak). The parent's verifier scores
 the predictions, so a program that patches numpy or pandas can only spoil its own predictions,
-never its score. Shape and finiteness are checked by the verifier, not here, so a wrong answer is
-reported the same way whether or not this code ran as written. Names are prefixed ``_helix_`` so
+never its score. Types, shape, finiteness and magnitude are checked by the verifier, not here, so
+a wrong answer is reported the same way whether or not this code ran as written (a program can
+forge this harness's result: it runs in the same process). So the predictions leave here with
+their types: a float conversion would turn True into 1.0 and "22.5" into 22.5 (it did: [True] *
+102 scored 0.6535), hiding from the verifier what it must reject. Names are prefixed ``_helix_`` so
 they cannot clash with the program's; being executed after the program, these definitions win.
 """
 
@@ -49,11 +52,29 @@ def helix_run_model():
     _helix_one_core()
     x_train, y_train, x_test = _helix_load()
     out = fn(x_train, y_train, x_test)
-    try:
-        pred = _helix_np.asarray(out, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError("run_model must return one number per row of X_test (a numpy array, list or pandas "
-                        f"Series); it returned {type(out).__name__}") from None
-    if pred.ndim == 2 and pred.shape[1] == 1:  # a (n, 1) column, e.g. from a Keras-style model
-        pred = pred[:, 0]
-    return {"predictions": pred.tolist()}
+    return {"predictions": _helix_predictions(out)}
+
+
+def _helix_predictions(out):
+    """run_model's result as a JSON list, one item per row, each item as it was: numbers as
+    floats or ints, booleans as booleans, strings as strings (the verifier names what is wrong)."""
+    if isinstance(out, (list, tuple)):  # kept as they are: np.asarray([1.5, True]) would be all floats
+        items = list(out)
+    else:
+        try:
+            items = _helix_np.asarray(out).tolist()  # ndarray, Series, DataFrame: numpy scalars become Python's
+        except (TypeError, ValueError):
+            items = None
+        if not isinstance(items, list):
+            raise TypeError("run_model must return one number per row of X_test (a numpy array, list or pandas "
+                            f"Series); it returned {type(out).__name__}") from None
+    if items and all(_helix_single(v) for v in items):  # an (n, 1) column, e.g. from a Keras-style model
+        items = [v[0] for v in items]
+    return [v.item() if isinstance(v, _helix_np.generic) else v for v in items]
+
+
+def _helix_single(v):
+    """A row of one value: [x], (x,) or an array of shape (1,)."""
+    if isinstance(v, _helix_np.ndarray):
+        return v.shape == (1,)
+    return isinstance(v, (list, tuple)) and len(v) == 1

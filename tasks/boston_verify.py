@@ -7,6 +7,13 @@ R = 2 - log10(RMSE + 1e-10) (eq. 8). The reward is R floored at 0, so a valid bu
 (RMSE > 100, i.e. $100k off on prices of $5k-$50k) never scores below a crash; the unfloored value
 is kept in the metrics as ``paper_reward``. Nothing the program reports besides its predictions is
 read.
+
+Each prediction must be a real number (an int or a float; booleans, strings, None and nested
+lists are rejected, each with one line) with |value| <= MAX_ABS_PREDICTION (1e6, thousands of
+dollars): a larger one is rejected as absurd. The bound changes no reward: one prediction
+beyond +-1060 already puts RMSE over 100 (|1060 - 50| / sqrt(102) > 100), which scores 0. It
+keeps every square far from overflow: 1e200 used to come back valid with reward 0, inf in the
+metrics, a 200-digit MAE in the feedback and overflow warnings on the trainer's console.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import numpy as np
 from tasks.base import Verdict, invalid
 
 EPS = 1e-10  # eq. 8
+MAX_ABS_PREDICTION = 1e6  # MEDV is 5 to 50 (thousands of dollars); beyond this a prediction is absurd
 
 
 def rmse(pred, y) -> float:
@@ -41,26 +49,48 @@ def load_heldout(folder: Path) -> np.ndarray:
         return data["y_test"].astype(float)
 
 
+def _as_predictions(preds: list, n: int):
+    """A float array of n finite, sane predictions, or (None, why)."""
+    usage = f"return one house price (a float) per row of X_test ({n} numbers)"
+    nested = [v for v in preds if isinstance(v, (list, tuple))]
+    if nested:
+        widths = {len(v) for v in nested}
+        if len(nested) == len(preds) and len(widths) == 1:
+            return None, (f"run_model returned an array of shape ({len(preds)}, {widths.pop()}) for the {n} rows of "
+                          f"X_test: {usage}")
+        return None, f"run_model must return one number per row of X_test ({n} numbers); got a nested list"
+    flags = [i for i, v in enumerate(preds) if isinstance(v, (bool, np.bool_))]
+    if flags:
+        return None, f"run_model returned booleans ({len(flags)} of {len(preds)}, first at row {flags[0]}); {usage}"
+    other = [i for i, v in enumerate(preds) if not isinstance(v, (int, float, np.integer, np.floating))]
+    if other:
+        kind = "None" if preds[other[0]] is None else type(preds[other[0]]).__name__
+        return None, (f"run_model must return one number per row of X_test; {len(other)} prediction(s) are not "
+                      f"numbers (first at row {other[0]}: {kind}); {usage}")
+    if len(preds) != n:
+        return None, (f"run_model returned {len(preds)} predictions for the {n} rows of X_test: return exactly one "
+                      f"prediction per row, in X_test's order (off by {len(preds) - n:+d} values)")
+    bad = [i for i, v in enumerate(preds) if not isinstance(v, int) and not math.isfinite(v)]
+    if bad:
+        return None, (f"{len(bad)} of {n} predictions are NaN or inf (first at row {bad[0]} of X_test); check for "
+                      "division by zero, log of non-positive values, or unfilled rows")
+    absurd = [i for i, v in enumerate(preds) if abs(v) > MAX_ABS_PREDICTION]  # exact for ints of any size
+    if absurd:
+        v = preds[absurd[0]]
+        shown = f"{v:.3g}" if not isinstance(v, int) else f"an integer of {len(str(abs(v)))} digits"
+        return None, (f"{len(absurd)} of {n} predictions are absurd (|y| > {MAX_ABS_PREDICTION:g} thousand dollars; "
+                      f"first at row {absurd[0]}: {shown}); house prices here are 5 to 50")
+    return np.array(preds, dtype=float), None
+
+
 def verify_predictions(y_test: np.ndarray, returned) -> Verdict:
     n = len(y_test)
     if not isinstance(returned, dict) or not isinstance(returned.get("predictions"), list):
         return invalid("the harness result has no 'predictions' list (did the program replace the harness?)")
     preds = returned["predictions"]
-    if any(isinstance(v, bool) for v in preds):
-        return invalid("run_model returned booleans; return one house price (a float) per row of X_test")
-    try:
-        arr = np.asarray(preds, dtype=float)
-    except (TypeError, ValueError):
-        return invalid(f"run_model must return one number per row of X_test ({n} numbers); got a nested or "
-                       "non-numeric list")
-    if arr.shape != (n,):
-        got = f"{arr.shape[0]} predictions" if arr.ndim == 1 else f"an array of shape {arr.shape}"
-        return invalid(f"run_model returned {got} for the {n} rows of X_test: return exactly one prediction per "
-                       f"row, in X_test's order (off by {arr.size - n:+d} values)")
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        return invalid(f"{int(bad.sum())} of {n} predictions are NaN or inf (first at row {int(np.argmax(bad))} of "
-                       "X_test); check for division by zero, log of non-positive values, or unfilled rows")
+    arr, err = _as_predictions(preds, n)
+    if err is not None:
+        return invalid(err)
     error = rmse(arr, y_test)
     paper = paper_reward(error)
     reward = max(0.0, paper)

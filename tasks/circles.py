@@ -4,7 +4,16 @@ square or the unit disk, maximising the sum of radii.
 The program's own sum of radii is ignored: the reward is recomputed from centres and radii.
 Every constraint is checked with an absolute tolerance of 1e-9, and a rejection says which
 constraint, which circle(s), by how much (worst case) and how many violations there are, so
-the next prompt can fix it. Nothing the program returns makes this raise.
+the next prompt can fix it. Nothing the program returns makes this raise; a coordinate or
+radius beyond +-LIMIT (1e6) is rejected before any arithmetic, so nothing overflows.
+
+The tolerance buys nothing (``certified_radii``): a violation it lets through is charged to the
+reward. Each circle's radius counts only after it is shrunk by its own largest violation (how
+far it leaves the container, how much it overlaps any other circle), and then r' = max(r - s, 0)
+is a packing with no violation at all, so the reward is always the sum of a strictly valid
+packing. Without the charge, inflating every radius by TOL / 2 would add n TOL / 2 (1.3e-8 for
+n = 26) and could pass off a known record as a new one. An exactly valid packing is charged
+nothing; floating-point touching costs ~1e-16 per circle.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ import yaml
 from tasks.base import Verdict, invalid
 
 TOL = 1e-9
+LIMIT = 1e6  # |coordinate| or radius beyond this cannot be part of a valid packing: rejected up front
 
 
 def best_known(task_folder: Path) -> float:
@@ -34,16 +44,23 @@ def as_array(value, shape: tuple, name: str, usage_text: str):
     except (ValueError, TypeError):  # ragged nesting
         return None, f"{name} must be a rectangular array of numbers of shape {shape}; {usage_text}"
     if arr.dtype.kind not in "iuf":
-        what = "booleans" if arr.dtype.kind == "b" else "non-numeric entries (strings, None, lists of mixed depth...)"
+        what = "booleans" if arr.dtype.kind == "b" else \
+            "non-numeric entries (strings, None, lists of mixed depth, integers too large for a float...)"
         return None, f"{name} must contain only numbers, got {what}; {usage_text}"
     if arr.shape != shape:
         return None, f"{name} must have shape {shape}, got shape {arr.shape}; {usage_text}"
     if not isinstance(value, np.ndarray) and has_bool(value):  # [0.1, True] would otherwise pass as 1.0
         return None, f"{name} must contain only numbers, got booleans; {usage_text}"
     arr = arr.astype(np.float64)
-    bad = np.flatnonzero(~np.isfinite(arr).reshape(shape[0], -1).all(axis=1))
+    rows = arr.reshape(shape[0], -1)
+    bad = np.flatnonzero(~np.isfinite(rows).all(axis=1))
     if bad.size:
         return None, f"{name} contains NaN or infinity ({bad.size} circle(s), first: circle {bad[0]})"
+    huge = np.flatnonzero((np.abs(rows) > LIMIT).any(axis=1))
+    if huge.size:
+        i = int(huge[0])
+        return None, (f"{name} holds absurd values ({huge.size} circle(s) beyond +-{LIMIT:g}, first: circle {i}, "
+                      f"{rows[i].tolist()}); a valid packing lies inside its unit container")
     return arr, None
 
 
@@ -68,6 +85,41 @@ def _unpack(returned, usage_text: str):
         return returned[0], returned[1], None
     got = f"a sequence of length {len(returned)}" if isinstance(returned, (list, tuple)) else type(returned).__name__
     return None, None, f"{usage_text} (or a dict with 'centers' and 'radii'); got {got}"
+
+
+def _square_excess(centers, radii) -> np.ndarray:
+    """How far each circle leaves the unit square (<= 0: inside)."""
+    x, y = centers[:, 0], centers[:, 1]
+    return -np.stack([x - radii, y - radii, 1 - x - radii, 1 - y - radii], axis=1).min(axis=1)
+
+
+def _disk_excess(centers, radii) -> np.ndarray:
+    """How far each circle leaves the unit disk (<= 0: inside)."""
+    return np.hypot(centers[:, 0], centers[:, 1]) + radii - 1.0
+
+
+EXCESS = {"square": _square_excess, "disk": _disk_excess}
+
+
+def certified_radii(radii: np.ndarray, excess: np.ndarray, centers: np.ndarray) -> np.ndarray:
+    """Radii shrunk by each circle's largest tolerated violation: r' = max(r - s, 0) with
+    s = max(0, excess_i, max_j overlap_ij). The circles r' neither leave the container
+    (excess_i - s <= 0) nor overlap (r_i' + r_j' <= r_i + r_j - overlap_ij = |c_i - c_j|; a
+    circle shrunk to 0 is a point, on its neighbour's shrunk rim at most, and counts nothing)."""
+    shrink = np.maximum(excess, 0.0)
+    iu, ju = np.triu_indices(len(radii), 1)
+    overlap = radii[iu] + radii[ju] - np.hypot(centers[iu, 0] - centers[ju, 0], centers[iu, 1] - centers[ju, 1])
+    np.maximum.at(shrink, iu, overlap)
+    np.maximum.at(shrink, ju, overlap)
+    return np.maximum(radii - shrink, 0.0)
+
+
+def charged_feedback(raw: float, total: float) -> str:
+    """The note a charged packing's feedback carries (empty when nothing was charged)."""
+    if raw - total <= 1e-12:  # float noise of touching circles: in the reward, not worth a line
+        return ""
+    return (f"; {raw - total:.3g} of the radii's sum {raw:.10g} was charged for violations within the tolerance "
+            "(each radius counts minus its circle's largest overlap or overhang)")
 
 
 def _square_problem(centers, radii):
@@ -152,9 +204,10 @@ def verify_packing(returned, n: int, container: str, best: float) -> Verdict:
     if verdict is not None:
         return verdict
 
-    total = float(radii.sum())
+    raw = float(radii.sum())
+    total = float(certified_radii(radii, EXCESS[container](centers, radii), centers).sum())
     metrics = {"sum_radii": total, "n_circles": float(n), "min_radius": float(radii.min()),
-               "max_radius": float(radii.max())}
+               "max_radius": float(radii.max()), "tolerance_charge": raw - total}
     feedback = (f"valid packing: sum of radii {total:.6f} (best known {best:.6f}, ratio {total / best:.3f}); "
-                f"radii range {radii.min():.4f} to {radii.max():.4f}")
+                f"radii range {radii.min():.4f} to {radii.max():.4f}{charged_feedback(raw, total)}")
     return Verdict(total, True, feedback, metrics)

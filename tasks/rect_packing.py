@@ -12,10 +12,14 @@ of the unit-square tasks, TOL = 1e-9 (tasks/circles.py):
 * x_i - r_i >= -TOL, x_i + r_i <= w + TOL, y_i - r_i >= -TOL, y_i + r_i <= h + TOL;
 * |c_i - c_j| >= r_i + r_j - TOL for i < j.
 
-The tolerances cannot buy more than about 21 * 1e-9 of reward. A rejection says which
-constraint, which circle(s) and by how much (worst case). Nothing the program returns makes this
-raise. AlphaEvolve's own check takes the circles' bounding box instead of a stated rectangle;
-the two agree up to a translation (a packing valid here has a bounding box inside [0, w] x [0, h]).
+The tolerances buy nothing: as in the unit-square tasks (tasks/circles.py, ``certified_radii``),
+each radius counts minus its circle's largest overlap or overhang, and a rectangle with
+w + h > 2 (by at most TOL) has its packing scaled by 2 / (w + h), so the reward is the sum of a
+packing that meets every constraint exactly. A rejection says which constraint, which circle(s)
+and by how much (worst case). Nothing the program returns makes this raise; a side, coordinate
+or radius beyond +-LIMIT (1e6) is rejected before any arithmetic. AlphaEvolve's own check takes
+the circles' bounding box instead of a stated rectangle; the two agree up to a translation (a
+packing valid here has a bounding box inside [0, w] x [0, h]).
 """
 
 from __future__ import annotations
@@ -25,7 +29,16 @@ import math
 import numpy as np
 
 from tasks.base import Verdict, invalid
-from tasks.circles import TOL, as_array, best_known, invalid_packing, overlap_problem  # noqa: F401 - best_known re-exported
+from tasks.circles import (
+    LIMIT,
+    TOL,
+    as_array,
+    best_known,  # noqa: F401 - re-exported for the task folder
+    certified_radii,
+    charged_feedback,
+    invalid_packing,
+    overlap_problem,
+)
 
 HALF_PERIMETER = 2.0  # w + h <= 2: perimeter 4
 
@@ -39,9 +52,14 @@ def _side(value, name: str, usage_text: str):
     """A finite number > 0, or (None, why). Booleans and strings are not numbers."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         return None, f"{name} must be a number, got {type(value).__name__}; {usage_text}"
+    if isinstance(value, int) and abs(value) > LIMIT:  # 10**400 would not even convert to a float
+        bound = "> 0" if value < 0 else "at most 2 (w + h <= 2)"
+        return None, f"{name} must be {bound}, got an integer of {len(str(abs(value)))} digits"
     value = float(value)
     if not math.isfinite(value):
         return None, f"{name} must be finite, got {value}"
+    if value > LIMIT:
+        return None, f"{name} must be at most 2 (w + h <= 2), got {value:.6g}"
     if value <= 0:
         return None, f"{name} must be > 0, got {value:.6g}"
     return value, None
@@ -105,10 +123,15 @@ def verify_rect_packing(returned, n: int, best: float) -> Verdict:
     if verdict is not None:
         return verdict
 
-    total = float(radii.sum())
+    raw = float(radii.sum())
+    x, y = centers[:, 0], centers[:, 1]
+    overhang = -np.stack([x - radii, y - radii, width - x - radii, height - y - radii], axis=1).min(axis=1)
+    scale = min(1.0, HALF_PERIMETER / (width + height))  # a rectangle too large by <= TOL: shrink it all
+    total = scale * float(certified_radii(radii, overhang, centers).sum())
     metrics = {"sum_radii": total, "n_circles": float(n), "width": width, "height": height,
-               "perimeter": 2 * (width + height), "min_radius": float(radii.min()), "max_radius": float(radii.max())}
+               "perimeter": 2 * (width + height), "min_radius": float(radii.min()), "max_radius": float(radii.max()),
+               "tolerance_charge": raw - total}
     feedback = (f"valid packing: sum of radii {total:.6f} (best known {best:.6f}, ratio {total / best:.3f}) in a "
                 f"{width:.4f} x {height:.4f} rectangle (perimeter {2 * (width + height):.6f}); "
-                f"radii range {radii.min():.4f} to {radii.max():.4f}")
+                f"radii range {radii.min():.4f} to {radii.max():.4f}{charged_feedback(raw, total)}")
     return Verdict(total, True, feedback, metrics)

@@ -8,7 +8,8 @@ What the verifier does, in order:
 * Every row is normalised: p_i / |p_i| (AlphaResearch: "rows normalized"), so only directions
   count and a program cannot gain anything by scaling. A row with |p_i| < MIN_NORM (1e-9) has no
   usable direction and is rejected (the zero vector above all). Norms are computed after dividing
-  each row by its largest entry, so rows like [1e300, 1e300, 0] do not overflow.
+  each row by its largest entry, so rows like [1e300, 1e300, 0] do not overflow; an entry beyond
+  +-MAX_ENTRY (1e300) is rejected as absurd, since [1.5e308, 1.5e308, 0] has a norm no float holds.
 * Angles are computed as atan2(|p_i x p_j|, <p_i, p_j>), accurate to about 1e-16 rad at every
   angle (arccos loses half the digits near 0 and pi). Two points closer than DUPLICATE_TOL
   (1e-9 rad) are duplicates: the code is rejected, naming the pair.
@@ -28,6 +29,7 @@ from tasks.circles import best_known, has_bool  # noqa: F401 - best_known re-exp
 
 MIN_NORM = 1e-9  # rows shorter than this have no direction: rejected
 DUPLICATE_TOL = 1e-9  # radians: two points at a smaller angle are the same point
+MAX_ENTRY = 1e300  # beyond this a row's norm may not fit in a float: rejected as absurd
 
 
 def usage(n: int) -> str:
@@ -74,7 +76,8 @@ def _points(returned, n: int):
     except (ValueError, TypeError):  # ragged nesting
         return None, f"the points must be a rectangular array of numbers; {usage_text}"
     if arr.dtype.kind not in "iuf":
-        what = "booleans" if arr.dtype.kind == "b" else "non-numeric entries (strings, None, ragged lists...)"
+        what = "booleans" if arr.dtype.kind == "b" else \
+            "non-numeric entries (strings, None, ragged lists, integers too large for a float...)"
         return None, f"the points must contain only numbers, got {what}; {usage_text}"
     if arr.shape != (n, 3):
         return None, f"the points must have shape ({n}, 3), got shape {arr.shape}; {usage_text}"
@@ -84,9 +87,11 @@ def _points(returned, n: int):
     bad = np.flatnonzero(~np.isfinite(arr).all(axis=1))
     if bad.size:
         return None, f"the points contain NaN or infinity ({bad.size} point(s), first: point {bad[0]})"
+    huge = np.flatnonzero((np.abs(arr) > MAX_ENTRY).any(axis=1))
+    if huge.size:
+        return None, (f"the points hold absurd values ({huge.size} point(s) with an entry beyond +-{MAX_ENTRY:g}, "
+                      f"first: point {huge[0]}); only directions count, so scale them down")
     return arr, None
-
-
 
 
 def verify_code(returned, n: int, best: float) -> Verdict:

@@ -109,7 +109,7 @@ def test_an_absurd_but_valid_model_is_floored_at_zero_not_negative():
 @pytest.mark.parametrize("returned, words", [
     ({"predictions": [22.0] * 101}, ["101 predictions for the 102 rows", "off by -1"]),
     ({"predictions": [22.0] * 103}, ["103 predictions", "off by +1"]),
-    ({"predictions": [[22.0]] * 102 + [[1.0, 2.0]]}, ["nested or non-numeric"]),
+    ({"predictions": [[22.0]] * 102 + [[1.0, 2.0]]}, ["got a nested list"]),
     ({"predictions": [[22.0, 1.0]] * 102}, ["shape (102, 2)"]),
     ({"predictions": [22.0] * 100 + [float("nan"), float("inf")]}, ["2 of 102 predictions are NaN or inf", "row 100"]),
     ({"predictions": [True] * 102}, ["booleans"]),

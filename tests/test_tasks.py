@@ -7,6 +7,7 @@ import shutil
 
 import numpy as np
 import pytest
+from hostile_cases import brute_force_certified_sum
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -191,7 +192,8 @@ def test_hand_built_packing_gets_its_exact_sum_and_reported_sums_are_ignored():
     centers, radii = grid_packing()
     verdict = TASK.verify([centers, radii, 1000.0])
     assert isinstance(verdict, Verdict) and verdict.valid and verdict.reward == pytest.approx(GRID_SUM, abs=1e-12)
-    assert verdict.metrics == pytest.approx({"sum_radii": GRID_SUM, "n_circles": 26, "min_radius": GAP, "max_radius": 0.1})
+    assert verdict.metrics == pytest.approx({"sum_radii": GRID_SUM, "n_circles": 26, "min_radius": GAP, "max_radius": 0.1,
+                                             "tolerance_charge": 0.0})
     assert "valid packing: sum of radii 2.541421" in verdict.feedback and "best known 2.635983" in verdict.feedback
     assert "ratio 0.964" in verdict.feedback
     for form in ((centers, radii), {"centers": centers, "radii": radii, "sum_radii": 99},
@@ -263,7 +265,8 @@ def test_verifier_agrees_with_a_brute_force_check(circles, shrink):
     radii = [r * shrink for _, _, r in circles]
     verdict = TASK.verify({"centers": centers, "radii": radii})
     assert verdict.valid == brute_force_valid(centers, radii)
-    assert verdict.reward == (pytest.approx(math.fsum(radii), abs=1e-12) if verdict.valid else 0.0)
+    certified = brute_force_certified_sum(1.0, 1.0, centers, radii)  # violations within the tolerance are charged
+    assert verdict.reward == (pytest.approx(certified, abs=1e-12) if verdict.valid else 0.0)
 
 
 COMPUTE_MAX_RADII = runpy.run_path(str(TASK.folder / "initial_program.py"))["compute_max_radii"]
