@@ -41,6 +41,10 @@ Optional task.yaml keys (all checked at load time):
   makes, with the same checks), and its limit must leave room for loading the program. The cost:
   one more sandbox start (~0.4 s) per program that passes; the gain: a program that hangs costs
   cascade_timeout_s instead of timeout_s.
+* ``starter_reaches_best_known``: a sentence saying why the shipped starter already scores
+  ``best_known`` (for example, a benchmark that starts from the record to improve on it). Without
+  it a starter must score strictly below ``best_known`` (tests/test_tasks.py), since a starter at
+  the record means the value or its unit is wrong; with it, the starter must reach it.
 * ``warm_start_mutations``: extra kinds of synthetic edit for the warm start (train.warm_start_data),
   besides its numeric and line changes. ``terms``: a sum of fitted terms (``x[:, 0] * params[0] + ...``)
   gains one, for tasks whose program is a model with coefficients the harness fits.
@@ -100,6 +104,7 @@ class Task:
     prompt_template: str | None = None  # prompt.md; None: rollout.prompts.DEFAULT_TEMPLATE
     brief: str | None = None  # brief.md: a short description for small models (rollout.description: brief)
     warm_start_mutations: tuple[str, ...] = ()  # extra warm-start edit kinds (train.warm_start_data.EXTRA)
+    starter_reaches_best_known: str | None = None  # why the starter may score best_known (task.yaml)
 
     def prompt_description(self, style: str = "full") -> str:
         """The description a prompt shows: ``brief`` takes brief.md where the task has one."""
@@ -175,6 +180,8 @@ _OPTIONAL: dict[str, tuple[tuple[type, ...], Callable[[Any], bool], str]] = {
     "cascade_timeout_s": ((int, float), lambda v: v > 0, "a number > 0 (seconds)"),
     "warm_start_mutations": ((list,), lambda v: len(set(v)) == len(v) and all(n in WARM_START_MUTATIONS for n in v),
                              "a list of distinct names from: " + ", ".join(WARM_START_MUTATIONS)),
+    "starter_reaches_best_known": ((str,), lambda v: len(v.split()) >= 5,
+                                   "a sentence (5 words or more) saying why the starter scores best_known"),
 }
 _TOGETHER = (("harness", "harness_entry"), ("cascade_entry", "cascade_timeout_s"))
 _FILES = ("description.md", "initial_program.py", "verifier.py")
@@ -305,4 +312,5 @@ def load_task(name: str) -> Task:
         prompt_template=_read_prompt_template(folder),
         brief=(folder / "brief.md").read_text(encoding="utf-8").strip() + "\n" if (folder / "brief.md").is_file() else None,
         warm_start_mutations=tuple(spec.get("warm_start_mutations", ())),
+        starter_reaches_best_known=spec.get("starter_reaches_best_known"),
     )
