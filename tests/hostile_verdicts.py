@@ -11,12 +11,19 @@ from rewards import Evaluator
 from tasks import load_task
 
 
+def with_warnings(call):
+    """(what ``call()`` returned, every warning it raised): no filter hides a repeated one."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = call()
+    return out, caught
+
+
 def _quietly(call, capfd, caplog):
     capfd.readouterr()
     caplog.clear()
-    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
-        warnings.simplefilter("always")
-        out = call()
+    with caplog.at_level(logging.WARNING):
+        out, caught = with_warnings(call)
     printed = capfd.readouterr()
     assert not caught, [str(w.message) for w in caught]
     assert not printed.err and not printed.out, printed

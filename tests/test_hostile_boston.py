@@ -14,10 +14,10 @@ import math
 import subprocess
 import sys
 import textwrap
-import warnings
 
 import numpy as np
 import pytest
+from hostile_verdicts import with_warnings
 
 import tasks.boston_verify as boston_verify
 from rewards import Evaluator, run_program
@@ -129,9 +129,7 @@ def test_a_forged_result_record_is_judged_by_the_verifier(forged, words, monkeyp
 def test_absurd_predictions_are_rejected_without_an_overflow(value, capfd, monkeypatch):
     code = program(f"p = np.full(len(X_test), 22.5); p[7] = {value}; return p")
     capfd.readouterr()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        result = evaluate(code)
+    result, caught = with_warnings(lambda: evaluate(code))
     assert not caught and capfd.readouterr().err == ""
     assert not result.valid and result.metrics == {}
     assert first_line(result.feedback) == (f"1 of 102 predictions are absurd (|y| > 1e+06 thousand dollars; first at "
@@ -141,9 +139,7 @@ def test_absurd_predictions_are_rejected_without_an_overflow(value, capfd, monke
     assert weakened.valid and weakened.reward == 0.0  # accepted as a valid (if worthless) model...
     forged = [22.5] * 102
     forged[7] = float(value)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        raw = boston_verify.verify_predictions(Y_TEST, {"predictions": forged})  # ...and, unguarded:
+    raw, caught = with_warnings(lambda: boston_verify.verify_predictions(Y_TEST, {"predictions": forged}))  # ...and, unguarded:
     if abs(float(value)) > 1e154:  # its square overflows
         assert any("overflow" in str(w.message) for w in caught) and math.isinf(raw.metrics["rmse"])
 

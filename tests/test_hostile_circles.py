@@ -9,11 +9,11 @@ the hostile artefact through the real path (``load_task(name).verify`` or the sa
 
 import math
 import textwrap
-import warnings
 
 import numpy as np
 import pytest
 from hostile_cases import brute_force_certified_sum
+from hostile_verdicts import with_warnings
 
 import tasks.circles as circles
 import tasks.rect_packing as rect_packing
@@ -162,18 +162,14 @@ ABSURD = {
 def test_absurd_numbers_get_one_line_and_no_overflow(name, absurd, monkeypatch):
     task = load_task(name)
     hostile = ABSURD[absurd](PACKINGS[name][0]())
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        verdict = task._verify(hostile)  # the verifier itself, without Task.verify's guard
+    verdict, caught = with_warnings(lambda: task._verify(hostile))  # the verifier itself, without Task.verify's guard
     assert not caught and not verdict.valid and "\n" not in verdict.feedback
     assert all(math.isfinite(v) for v in verdict.metrics.values()) and "inf" not in verdict.feedback
     assert "absurd values" in verdict.feedback or "non-numeric entries" in verdict.feedback, verdict.feedback
     if absurd != "everything 1e308":
         return  # (10**400 makes an object array, rejected by type whatever the limit)
     monkeypatch.setattr(circles, "LIMIT", math.inf)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        weakened = task._verify(hostile)
+    weakened, caught = with_warnings(lambda: task._verify(hostile))
     assert any("overflow" in str(w.message) for w in caught) and not weakened.valid
     assert not all(math.isfinite(v) for v in weakened.metrics.values()) or "inf" in weakened.feedback
 
@@ -181,9 +177,7 @@ def test_absurd_numbers_get_one_line_and_no_overflow(name, absurd, monkeypatch):
 @pytest.mark.parametrize("side", [10**400, -(10**400), 1e308])
 def test_an_absurd_rectangle_side_is_one_line(side, monkeypatch):
     task = load_task("circle_packing_rect_21")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        verdict = task._verify({**rect_21(), "width": side, "height": side})
+    verdict, caught = with_warnings(lambda: task._verify({**rect_21(), "width": side, "height": side}))
     assert not caught and not verdict.valid and "width must be" in verdict.feedback and "\n" not in verdict.feedback
     monkeypatch.setattr(rect_packing, "LIMIT", math.inf)
     weakened = task.verify({**rect_21(), "width": side, "height": side})  # through the guard: still no crash...

@@ -9,10 +9,10 @@ monkeypatched out (the previous code, where it was a hole), that the cheat would
 
 import dataclasses
 import re
-import warnings
 
 import numpy as np
 import pytest
+from hostile_verdicts import with_warnings
 
 import tasks.functions as functions
 from rewards import Evaluator
@@ -115,16 +115,12 @@ def test_huge_coordinates_get_the_box_not_an_overflow(name, monkeypatch):
     task = load_task(name)
     dim = functions.PROBLEMS[name].dim
     hostile = [1e308] * dim if name.startswith("keane") else [-1e200, -1e200]
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        verdict = task._verify(hostile)  # the verifier itself, without Task.verify's guard
+    verdict, caught = with_warnings(lambda: task._verify(hostile))  # the verifier itself, without Task.verify's guard
     assert not caught and not verdict.valid and "must be" in verdict.feedback and not says_inf(verdict.feedback)
     problem = functions.PROBLEMS[name]
     weak = old_keane_constraints if name.startswith("keane") else old_mishra_constraints
     monkeypatch.setitem(functions.PROBLEMS, name, dataclasses.replace(problem, constraints=weak))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        weakened = task._verify(hostile)
+    weakened, caught = with_warnings(lambda: task._verify(hostile))
     assert any("overflow" in str(w.message) for w in caught) and not weakened.valid  # numpy warned on the console
 
 

@@ -8,10 +8,10 @@ entries so large that a row's norm overflows. Each test runs the artefact throug
 and shows, on a verifier with that one check monkeypatched out, that the cheat would have paid."""
 
 import math
-import warnings
 
 import numpy as np
 import pytest
+from hostile_verdicts import with_warnings
 
 import tasks.spherical_code as spherical_code
 from rewards import Evaluator
@@ -67,15 +67,11 @@ def test_fewer_points_through_the_sandbox(monkeypatch):
 def test_a_norm_no_float_holds_is_one_line_not_an_overflow(monkeypatch):
     points = fibonacci()
     points[0] = [1.5e308, 1.5e308, 0.0]  # |p| = 2.1e308 > the largest float
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        verdict = TASK._verify(points.tolist())  # the verifier itself, without Task.verify's guard
+    verdict, caught = with_warnings(lambda: TASK._verify(points.tolist()))  # the verifier itself, without Task.verify's guard
     assert not caught and not verdict.valid and "\n" not in verdict.feedback
     assert "absurd values" in verdict.feedback and "first: point 0" in verdict.feedback
     monkeypatch.setattr(spherical_code, "MAX_ENTRY", math.inf)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        weakened = TASK._verify(points.tolist())
+    weakened, caught = with_warnings(lambda: TASK._verify(points.tolist()))
     assert any("overflow" in str(w.message) for w in caught)
     assert weakened.valid and math.isinf(weakened.metrics["max_norm_deviation"])  # inf would reach the archive
 

@@ -12,12 +12,12 @@ import json
 import math
 import sqlite3
 import threading
-import warnings
 from functools import cache
 
 import numpy as np
 import pytest
 from hostile_cases import HOSTILE, hostile_variants
+from hostile_verdicts import with_warnings
 
 from population.archive import Archive
 from rewards import Evaluator
@@ -66,18 +66,15 @@ def test_hostile_values_get_a_clear_verdict_never_an_overflow(name, capfd):
     capfd.readouterr()
     problems, count = [], 0
     for label, artefact in hostile_variants(template):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            verdict = task.verify(artefact)
+        verdict, caught = with_warnings(lambda: task.verify(artefact))
         problems += problems_with(task, label, verdict, caught)
         count += 1
     out, err = capfd.readouterr()
     assert not problems, f"{len(problems)} problem(s) in {count} hostile artefacts: " + "\n".join(problems[:12])
     assert (out, err) == ("", ""), f"the verifier printed: {(out + err)[:500]}"
     assert count >= 2 * len(HOSTILE)
-    with warnings.catch_warnings(record=True) as caught:  # the template itself is accepted: the hostile values
-        warnings.simplefilter("always")                  # above were planted where the verifier reads
-        honest = task.verify(template)
+    # the template itself is accepted: the hostile values above were planted where the verifier reads
+    honest, caught = with_warnings(lambda: task.verify(template))
     assert honest.valid and not caught, honest.feedback
 
 
@@ -96,18 +93,14 @@ CARELESS = dataclasses.replace(load_task("eggholder"), name="careless", _verify=
 
 def unguarded(returned):
     """The weakened path: the careless verifier called without Task.verify's guard (its warnings recorded)."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        return careless_verify(returned), caught
+    return with_warnings(lambda: careless_verify(returned))
 
 
 def test_the_guard_silences_numpy_and_drops_non_finite_metrics():
     raw, caught = unguarded("ok")
     assert {str(w.message) for w in caught} >= {"overflow encountered in multiply", "divide by zero encountered in divide"}
     assert math.isinf(raw.metrics["overflow"]) and math.isnan(raw.metrics["nan"])
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        verdict = CARELESS.verify("ok")
+    verdict, caught = with_warnings(lambda: CARELESS.verify("ok"))
     assert not caught
     assert verdict.valid and verdict.reward == 1.5
     assert verdict.metrics == {"f32": 2.0, "int": 3.0, "flag": 1.0, "feedback": 4.0}
