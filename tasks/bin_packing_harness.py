@@ -1,31 +1,27 @@
-"""Online bin packing harness: runs INSIDE the sandbox, appended after the candidate program.
+"""Online bin packing, the program's side: runs INSIDE the sandbox, appended after the candidate program.
 
-The program only defines ``priority(item, bins)``. This harness is FunSearch's skeleton (paper 001,
-Figure 2b and ``online_binpack`` / ``evaluate`` in its released bin_packing notebook): an instance
-of n items starts with n empty bins (so there is always room); for each item in arrival order the
-bins that can still take it (remaining capacity >= item) are passed to ``priority(item, bins)``
-as a float array of their remaining capacities, in bin order and including every still-empty bin;
-the item goes to the valid bin with the highest priority (``np.argmax``: ties to the first, so a
-constant priority is first fit and ``-(bins - item)`` is best fit). ``item`` is a Python float;
-``bins`` is a fresh copy, so changing it changes nothing.
+The items are not here. The trusted driver (tasks/bin_packing_driver.py) holds them in the evaluating
+process and sends one at a time; the sandbox calls ``helix_online_step(request)`` for each and sends
+back what it returns, the chosen bin. A request is {"item": size}; an instance's first request also
+holds "instance" (its name, for feedback), "bins" (n: FunSearch's skeleton starts an instance of n
+items with n empty bins, so there is always room) and "capacity".
 
-It returns only the assignment, {data set: [[bin index of each item] per instance]}; the verifier
-in the trainer re-checks capacities and counts the bins against its own copy of the sizes, so a
-program that patches numpy or the harness can only spoil its own packing. Names are prefixed
-``_helix_`` so they cannot clash with the program's; being executed after the program, the
-harness's definitions win.
+The choice is FunSearch's skeleton (paper 001, Figure 2b and ``online_binpack`` in its released
+notebook): the bins that can still take the item (remaining capacity >= item) are passed to
+``priority(item, bins)`` as a float array of their remaining capacities, in bin order and including
+every still-empty bin; the item goes to the valid bin with the highest priority (``np.argmax``: ties
+to the first, so a constant priority is first fit and ``-(bins - item)`` is best fit). ``item`` is a
+Python float; ``bins`` is a fresh copy, so changing it changes nothing.
+
+This side keeps its own copy of the remaining capacities to build ``bins``; the driver keeps the
+real one and refuses a bin the item does not fit, so a program that patches numpy or this harness
+can only spoil its own packing. Names are prefixed ``_helix_`` so they cannot clash with the
+program's; being executed after the program, the harness's definitions win.
 """
 
 import numpy as _helix_np
 
-_HELIX_DATA = "data.npz"
-
-
-def _helix_instances():
-    with _helix_np.load(_HELIX_DATA, allow_pickle=False) as data:
-        capacity = float(data["capacity"])
-        names = [str(n) for n in data["names"]]
-        return capacity, [(n, data[f"items_{n}"].astype(float)) for n in names]
+_helix_state = {}
 
 
 def _helix_priority():
@@ -52,24 +48,17 @@ def _helix_scores(fn, item, bins, where):
     return scores
 
 
-def _helix_pack(fn, items, capacity, where):
-    remaining = _helix_np.full(len(items), capacity)
-    assignment = []
-    for i, item in enumerate(items.tolist()):
-        valid = _helix_np.flatnonzero(remaining - item >= 0)
-        scores = _helix_scores(fn, item, remaining[valid], f"{where}, item {i}")
-        best = int(valid[int(_helix_np.argmax(scores))])
-        remaining[best] -= item
-        assignment.append(best)
-    return assignment
-
-
-def helix_online_binpack():
-    """Full evaluation: every instance of every data set, packed online with the program's priority."""
-    fn = _helix_priority()
-    capacity, sets = _helix_instances()
-    out = {}
-    with _helix_np.errstate(all="ignore"):
-        for name, instances in sets:
-            out[name] = [_helix_pack(fn, items, capacity, f"{name} instance {k}") for k, items in enumerate(instances)]
-    return out
+def helix_online_step(request):
+    """One item: the index of the bin the program's priority puts it in."""
+    state = _helix_state
+    if "instance" in request:  # a new instance: n empty bins
+        state.update(where=str(request["instance"]), i=0, fn=_helix_priority(),
+                     remaining=_helix_np.full(int(request["bins"]), float(request["capacity"])))
+        _helix_np.seterr(all="ignore")  # no warnings: a division by zero is the program's to handle (NaN is refused)
+    item, remaining = float(request["item"]), state["remaining"]
+    valid = _helix_np.flatnonzero(remaining - item >= 0)
+    scores = _helix_scores(state["fn"], item, remaining[valid], f"{state['where']}, item {state['i']}")
+    best = int(valid[int(_helix_np.argmax(scores))])
+    remaining[best] -= item
+    state["i"] += 1
+    return best

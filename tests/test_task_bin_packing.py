@@ -6,7 +6,8 @@ L1 <= L2 <= OPT with OPT found by exhaustive search on small instances. First fi
 implemented here from their textbook definitions (bins opened on demand, not the harness's
 pre-opened ones); the assignments the harness builds in the real sandbox with the corresponding
 priority functions must equal them item for item, and the verifier's excess must equal the one
-computed here. Hostile artefacts go to the verifier directly, hostile programs through the sandbox.
+computed here. Hostile artefacts go to the verifier directly, hostile programs through the sandbox
+(the online driver's own defences: tests/test_bin_packing_online*.py).
 
 Generated instances here vs FunSearch's Table 1 (excess over L2, %):
   first fit  OR1-OR4 6.61 / 6.02 / 5.48 / 5.15 (paper 6.42 / 6.45 / 5.74 / 5.23), Weibull 5k 4.54 (4.23)
@@ -220,8 +221,8 @@ def test_shipped_data_equals_regeneration(tasks, data):
     expect = {"bin_packing_or": (150, {"OR1": (5, 120), "OR2": (5, 250), "OR3": (5, 500), "OR4": (5, 1000)}),
               "bin_packing_weibull": (100, {"Weibull5k": (5, 5000)})}
     for name, task in tasks.items():
-        assert [p.name for p in task.data_files] == ["data.npz"]
-        assert task.data_files[0].stat().st_size <= MAX_DATA_BYTES
+        assert task.data_files == ()  # the items stay with the driver, outside the sandbox
+        assert (task.folder / "data.npz").stat().st_size <= MAX_DATA_BYTES
         fresh = generate(name)
         with np.load(task.folder / "data.npz", allow_pickle=False) as shipped:
             assert sorted(shipped.files) == sorted(fresh)
@@ -269,7 +270,7 @@ def test_reward_is_a_monotone_transform_of_the_excess():
 
 def test_task_files(tasks):
     for task in tasks.values():
-        assert task.entry_function == "priority" and task.run_entry == "helix_online_binpack"
+        assert task.entry_function == "priority" and task.run_entry == "helix_online_step" and callable(task.driver)
         assert "FunSearch" in task.best_known_source and "Table 1" in task.best_known_source
         assert "# EVOLVE-BLOCK-START" in task.initial_program and "# EVOLVE-BLOCK-END" in task.initial_program
         assert "return -(bins - item)" in task.initial_program  # best fit, FunSearch's starting point
@@ -281,7 +282,7 @@ def test_starter_is_best_fit_and_first_fit_is_first_fit_through_the_sandbox(task
     task = tasks[name]
     for code, label in ((task.initial_program, "best_fit"), (FIRST_FIT, "first_fit")):
         per_set = references[name][label]
-        out = run_program(code, task.run_entry, 30, task.memory_mb, harness=task.harness, files=task.data_files)
+        out = run_program(code, task.run_entry, 30, task.memory_mb, harness=task.harness, driver=task.driver)
         assert out.status == "ok", out.error
         assert out.value == {s: v[0] for s, v in per_set.items()}  # item for item
         result = run(task, code)
@@ -408,9 +409,10 @@ def test_programs_that_fake_the_harness_or_break_it_earn_nothing_extra(tasks, da
             "def priority(item, bins):\n    print('excess 0.0%, reward 100')\n    return -(bins - item)\n")
     result = run(task, fake)
     assert result.valid and result.reward == starter, result.feedback
-    # patching numpy so that every bin looks like a fit: the harness overfills, the verifier rejects it
+    # patching numpy so that every bin looks like a fit: the harness picks a full bin, the driver refuses it
     patched = ("import numpy as np\n_flat = np.flatnonzero\n"
                "np.flatnonzero = lambda a: _flat(np.ones_like(a))\n\n"
                "def priority(item, bins):\n    return -(bins - item)\n")
     result = run(task, patched)
-    assert not result.valid and result.reward == 0 and "> capacity 150" in result.feedback, result.feedback
+    assert not result.valid and result.reward == 0 and result.status == "bad_output", result.feedback
+    assert "too little; an item only goes into a bin with room for it" in result.feedback, result.feedback
