@@ -1,17 +1,21 @@
 """Online bin packing, the program's side: runs INSIDE the sandbox, appended after the candidate program.
 
 The items are not here. The trusted driver (tasks/bin_packing_driver.py) holds them in the evaluating
-process and sends one at a time; the sandbox calls ``helix_online_step(request)`` for each and sends
-back what it returns, the chosen bin. A request is {"item": size}; an instance's first request also
-holds "instance" (its name, for feedback), "bins" (n: FunSearch's skeleton starts an instance of n
-items with n empty bins, so there is always room) and "capacity".
+process and packs every instance side by side: each request holds the next item of every instance
+that has one, {"items": [[instance, size], ...]}, and the sandbox sends back what
+``helix_online_step(request)`` returns, the bin chosen for each. The first request also opens the
+instances, "open": [{"name", "bins", "capacity"}, ...]: FunSearch's skeleton starts an instance of n
+items with n empty bins, so there is always room. Each instance is its own online problem; the items
+of the others tell nothing about its future.
 
 The choice is FunSearch's skeleton (paper 001, Figure 2b and ``online_binpack`` in its released
 notebook): the bins that can still take the item (remaining capacity >= item) are passed to
 ``priority(item, bins)`` as a float array of their remaining capacities, in bin order and including
 every still-empty bin; the item goes to the valid bin with the highest priority (``np.argmax``: ties
 to the first, so a constant priority is first fit and ``-(bins - item)`` is best fit). ``item`` is a
-Python float; ``bins`` is a fresh copy, so changing it changes nothing.
+Python float; ``bins`` is a fresh copy, so changing it changes nothing. Within a request, priority is
+called for the instances in order; a function of (item, bins) alone packs exactly as it would
+instance by instance.
 
 This side keeps its own copy of the remaining capacities to build ``bins``; the driver keeps the
 real one and refuses a bin the item does not fit, so a program that patches numpy or this harness
@@ -21,7 +25,8 @@ program's; being executed after the program, the harness's definitions win.
 
 import numpy as _helix_np
 
-_helix_state = {}
+_helix_open = []  # per instance: its name, remaining capacities and next item's number
+_helix_fn = []  # the program's priority, taken once when the instances open
 
 
 def _helix_priority():
@@ -48,17 +53,23 @@ def _helix_scores(fn, item, bins, where):
     return scores
 
 
-def helix_online_step(request):
-    """One item: the index of the bin the program's priority puts it in."""
-    state = _helix_state
-    if "instance" in request:  # a new instance: n empty bins
-        state.update(where=str(request["instance"]), i=0, fn=_helix_priority(),
-                     remaining=_helix_np.full(int(request["bins"]), float(request["capacity"])))
-        _helix_np.seterr(all="ignore")  # no warnings: a division by zero is the program's to handle (NaN is refused)
-    item, remaining = float(request["item"]), state["remaining"]
+def _helix_place(fn, instance, item):
+    """The index of the bin the program's priority puts ``item`` in, for one instance."""
+    remaining, i, where = instance["remaining"], instance["i"], instance["where"]
     valid = _helix_np.flatnonzero(remaining - item >= 0)
-    scores = _helix_scores(state["fn"], item, remaining[valid], f"{state['where']}, item {state['i']}")
+    scores = _helix_scores(fn, item, remaining[valid], f"{where}, item {i}")
     best = int(valid[int(_helix_np.argmax(scores))])
     remaining[best] -= item
-    state["i"] += 1
+    instance["i"] = i + 1
     return best
+
+
+def helix_online_step(request):
+    """One round: the bin of each item of the request, in its order."""
+    if "open" in request:
+        _helix_fn[:] = [_helix_priority()]
+        _helix_open[:] = [{"where": str(o["name"]), "i": 0,
+                           "remaining": _helix_np.full(int(o["bins"]), float(o["capacity"]))} for o in request["open"]]
+        _helix_np.seterr(all="ignore")  # no warnings: a division by zero is the program's to handle (NaN is refused)
+    fn = _helix_fn[0]
+    return [_helix_place(fn, _helix_open[int(k)], float(size)) for k, size in request["items"]]

@@ -5,7 +5,9 @@ Each cheat is one ``find_future(seen, count, cap)``: given the sizes of the firs
 instance (the current one included), the sizes of the ``count`` items after them, or None. The
 program around it (CHEAT) packs the first K - 1 items by best fit, asks find_future once per
 instance, and on success packs the rest by first fit decreasing from the bins as they are,
-steering each item into its planned bin; otherwise it stays best fit, the starter, exactly.
+steering each item into its planned bin; otherwise it stays best fit, the starter, exactly. It
+finds its place (which instance, which item, the bins) in the harness's frame, and raises if it
+cannot, so a harness change cannot turn these tests into ones that pass without trying.
 
 So, through ``Evaluator(task).evaluate(code)``: a cheat that finds nothing scores exactly the
 starter's reward; one that finds the future scores several points more (98.6 against 94.76 on
@@ -35,11 +37,14 @@ TASK = load_task("bin_packing_or")
 K = 8
 
 CHEAT = '''
+import sys
+
 import numpy as np
 
 K = {k}
-S = {{"i": 0, "n": 0, "rem": None, "hopeless": False}}
+S = {{}}  # per instance: the sizes seen, the plan
 GIVE_UP = False  # True: after one fruitless look, stop looking (for the slow ones)
+HOPELESS = []
 
 
 def match(values, seen, count):
@@ -82,29 +87,35 @@ def plan_ffd(rem, sizes, start):
     return plan
 
 
+def place():
+    """The instance being packed, from the harness's frame (both harnesses name these locals so):
+    its name, the item's number in it and the bins' remaining capacities (the real array)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        names = frame.f_locals
+        if "where" in names and "i" in names and isinstance(names.get("remaining"), np.ndarray):
+            return str(names["where"]), int(names["i"]), names["remaining"]
+        frame = frame.f_back
+    raise RuntimeError("the cheat cannot find its place in the harness: fix the test, not the task")
+
+
 def priority(item, bins):
-    s = S
-    if s["rem"] is None or s["i"] == s["n"]:  # an instance starts: every bin is empty
-        s.update(i=0, n=len(bins), cap=float(bins[0]), rem=np.full(len(bins), float(bins[0])), seen=[], plan=None,
-                 lost=False)
-    i, rem = s["i"], s["rem"]
-    valid = np.flatnonzero(rem >= item)
-    s["lost"] = s["lost"] or not np.array_equal(rem[valid], bins)  # the mirror of the harness's bins is off
+    name, i, rem = place()
+    s = S.setdefault(name, {{"seen": [], "plan": None}})
     s["seen"].append(float(item))
-    if i == K - 1 and not s["lost"] and not s["hopeless"]:
-        future = find_future(list(s["seen"]), s["n"] - K, s["cap"])
-        if future is not None and len(future) == s["n"] - K:
+    if len(s["seen"]) != i + 1:
+        raise RuntimeError(f"the cheat lost count in {{name}}: fix the test, not the task")
+    if i == K - 1 and not HOPELESS:
+        n, cap = len(rem), float(rem.max())  # an empty bin is always left: its room is the capacity
+        future = find_future(list(s["seen"]), n - K, cap)
+        if future is not None and len(future) == n - K:
             s["plan"] = plan_ffd(rem, [float(item)] + [float(x) for x in future], i)
-        s["hopeless"] = GIVE_UP and s["plan"] is None
-    s["i"] += 1
-    b = s["plan"].get(i) if s["plan"] is not None and not s["lost"] else None
+        elif GIVE_UP:
+            HOPELESS.append(name)
+    b = s["plan"].get(i) if s["plan"] is not None else None
     if b is None or rem[b] < item:
-        scores = -(bins - item)  # best fit: the starter
-        b = int(valid[int(np.argmax(scores))])
-    else:
-        scores = (valid == b).astype(float)
-    rem[b] -= item
-    return scores
+        return -(bins - item)  # best fit: the starter
+    return (np.flatnonzero(rem >= item) == b).astype(float)
 '''
 
 FROM_FILE = '''
@@ -369,17 +380,24 @@ def test_a_program_cannot_ptrace_the_driver(starter_reward):
     assert before_driver(code) > starter_reward + 3  # attached to its own parent, it finds the items there
 
 
-def test_the_items_are_not_in_the_sandbox_and_arrive_one_at_a_time():
-    """What the program's side receives: one item per call, an instance's first naming its bin count
-    and capacity, and nothing else; the task copies no file into the sandbox."""
+def test_the_items_are_not_in_the_sandbox_and_arrive_one_round_at_a_time():
+    """What the program's side receives: the next item of every instance, one round at a time, the
+    first round naming each instance's bin count and capacity, and nothing else; the task copies no
+    file into the sandbox."""
     assert TASK.data_files == ()
-    probe = ("import json, os\nSEEN = []\n\ndef priority(item, bins):\n    return -(bins - item)\n\n"
+    probe = ("import json, os\nSEEN = []\n\n"
              "def helix_online_step(request):\n    SEEN.append(request)\n"
-             "    if len(SEEN) == 3:\n        raise RuntimeError(json.dumps([SEEN, sorted(os.listdir('.'))]))\n    return 0\n")
+             "    if len(SEEN) == 3:\n        print(json.dumps([SEEN, sorted(os.listdir('.'))]))\n"
+             "        raise RuntimeError('seen enough')\n"
+             "    return [len(SEEN)] * len(request['items'])  # a new bin each round: always room\n")
     out = run_program(probe, TASK.run_entry, 30, TASK.memory_mb, driver=TASK.driver)
-    first = [int(x) for x in TASK.driver.sets["OR1"][0][:3]]
-    assert out.status == "error" and out.error.startswith("RuntimeError: "), out.error
-    assert json.loads(out.error[len("RuntimeError: "):]) == [
-        [{"item": first[0], "instance": "OR1 instance 0", "bins": 120, "capacity": 150}, {"item": first[1]},
-         {"item": first[2]}], ["program.py"]]
+    assert out.status == "error" and out.error == "RuntimeError: seen enough", out.error
+    seen, listing = json.loads(out.output_tail)
+    instances = [(name, k, sizes.tolist()) for name, sets in TASK.driver.sets.items() for k, sizes in enumerate(sets)]
+    assert seen[0]["open"] == [{"name": f"{name} instance {k}", "bins": len(sizes), "capacity": 150}
+                               for name, k, sizes in instances]
+    for i, request in enumerate(seen):
+        assert set(request) == ({"open", "items"} if i == 0 else {"items"})
+        assert request["items"] == [[j, sizes[i]] for j, (_, _, sizes) in enumerate(instances)]  # item i, nothing beyond
+    assert listing == ["program.py"]
     assert os.path.getsize(TASK.folder / "data.npz") > 0  # the verifier's copy stays in the task folder
