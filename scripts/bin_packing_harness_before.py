@@ -3,9 +3,9 @@
 the cheats there lift the reward when it runs, so they are not duds. No task uses it.
 
 It runs INSIDE the sandbox, after the program, with data.npz copied into the sandbox's directory, and
-packs every instance there (FunSearch's online_binpack): the whole item sequence is in the program's
-own process, which is the hole the driver closes (tasks/bin_packing_driver.py). Its entry is
-``helix_online_binpack()``; it returns the same artefact the driver does.
+packs every instance there, one after the other (FunSearch's online_binpack): the whole item sequence
+is in the program's own process, which is the hole the driver closes (tasks/bin_packing_driver.py).
+Its entry is ``helix_online_binpack()``; it returns the same artefact the driver does.
 """
 
 import numpy as _helix_np
@@ -14,10 +14,13 @@ _HELIX_DATA = "data.npz"
 
 
 def _helix_instances():
+    """(capacity, [(data set, [float array per instance])]): the one change from 9816832, which read
+    items_<name> as an instances x items array; data.npz now stores the items flat with lengths_<name>."""
     with _helix_np.load(_HELIX_DATA, allow_pickle=False) as data:
         capacity = float(data["capacity"])
         names = [str(n) for n in data["names"]]
-        return capacity, [(n, data[f"items_{n}"].astype(float)) for n in names]
+        return capacity, [(n, _helix_np.split(data[f"items_{n}"].astype(float),
+                                              _helix_np.cumsum(data[f"lengths_{n}"])[:-1])) for n in names]
 
 
 def _helix_priority():

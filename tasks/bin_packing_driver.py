@@ -26,6 +26,26 @@ from __future__ import annotations
 import numpy as np
 
 
+# The checks on a reply, one function each (tests/test_bin_packing_online_redteam.py weakens them one at a time).
+def is_reply_for(reply, count: int) -> bool:
+    """A list with one entry per item of the request."""
+    return type(reply) is list and len(reply) == count
+
+
+def is_bin_index(b) -> bool:
+    """A plain int: bool, float (3.0), None, str and list are all refused."""
+    return type(b) is int
+
+
+def names_a_bin(b: int, bins: int) -> bool:
+    return 0 <= b < bins
+
+
+def has_room(room: int, size: int) -> bool:
+    """Integer sizes and capacities: a bin may be filled exactly, never beyond."""
+    return room >= size
+
+
 class OnlineDriver:
     """``driver()`` -> a fresh generator for one run: ``reply = yield request`` per round; it returns the packing.
 
@@ -58,7 +78,7 @@ class OnlineDriver:
             active = [j for j, s in enumerate(sizes) if i < len(s)]
             request["items"] = [[j, sizes[j][i]] for j in active]
             reply = yield request
-            if type(reply) is not list or len(reply) != len(active):
+            if not is_reply_for(reply, len(active)):
                 what = f"a list of {len(reply)}" if type(reply) is list else f"{repr(reply)[:40]} ({type(reply).__name__})"
                 raise ValueError(f"round {i}: the reply is {what}, not a list of {len(active)} bin indices (one per "
                                  "item of the request)")
@@ -72,12 +92,12 @@ class OnlineDriver:
 
     def _check(self, where: str, i: int, size: int, b, remaining: list[int]) -> int:
         """``b`` if it names a bin of this instance with room for the item (which it then takes); else ValueError."""
-        if type(b) is not int:  # exact type: bool, float (3.0), None, str, list are all refused
+        if not is_bin_index(b):
             raise ValueError(f"{where}, item {i}: the reply {repr(b)[:40]} ({type(b).__name__}) is not a bin index")
-        if not 0 <= b < len(remaining):
+        if not names_a_bin(b, len(remaining)):
             shown = b if abs(b) < 10**15 else "a huge integer"
             raise ValueError(f"{where}, item {i}: bin {shown} does not exist (bins are numbered 0 to {len(remaining) - 1})")
-        if remaining[b] < size:
+        if not has_room(remaining[b], size):
             raise ValueError(f"{where}, item {i} (size {size}): bin {b} has {remaining[b]} of {self.capacity} left, "
                              "too little; an item only goes into a bin with room for it")
         remaining[b] -= size

@@ -356,8 +356,9 @@ def test_a_program_cannot_read_the_drivers_memory(starter_reward):
     far, as float64, int64, int32 or int16, followed by plausible sizes. The driver lives in this very
     process, whose memory does hold the items (checked here with the same scanner); the sandboxed
     program's user namespace keeps the kernel from opening it."""
-    with np.load(TASK.folder / "data.npz", allow_pickle=False) as data:
-        sizes = data["items_OR2"][3].tolist()
+    with np.load(TASK.folder / "data.npz", allow_pickle=False) as data:  # read here, as 9816832 stored it too
+        items = data["items_OR2"]
+        sizes = (np.split(items, np.cumsum(data["lengths_OR2"])[:-1]) if "lengths_OR2" in data.files else items)[3].tolist()
     own = {}
     exec(cheat(FROM_PROC_MEM, pids=["self"]), own)  # noqa: S102 (our own test code, run here on purpose)
     found = own["find_future"]([float(x) for x in sizes[:K]], len(sizes) - K, 150.0)
