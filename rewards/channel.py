@@ -15,9 +15,10 @@ the output pump and the kill on timeout all still apply, and no thread is needed
 Frames, both ways: a 4-byte little-endian length, then UTF-8 JSON (rewards/child_runner.py reads
 and writes the same). Requests come from the driver. Replies come from the program and are
 untrusted: at most MAX_REPLY_BYTES, parsed by ``json`` (never pickle or marshal), NaN and
-infinities refused, and accepted only while a request waits for one. The driver checks what a
-reply means and raises ValueError, with one line saying what is wrong, to end the run as
-``bad_output``.
+infinities refused. Replies are taken in order, one per request: a frame the program writes before
+it has read the next request is that request's reply, and cannot depend on it. The driver checks
+what a reply means and raises ValueError, with one line saying what is wrong, to end the run as
+``bad_output``; frames left over when the driver is done are never read.
 """
 
 from __future__ import annotations
@@ -71,7 +72,6 @@ class Link:
         self.replies = 0  # accepted so far
         self.reply_open = True  # False once the program's end of the reply pipe is closed
         self._gen = driver()
-        self._awaiting = False  # a request is out and its reply is due
         self._out, self._in = bytearray(), bytearray()
 
     @property
@@ -121,16 +121,11 @@ class Link:
                 return
             frame = bytes(self._in[FRAME.size:FRAME.size + size])
             del self._in[:FRAME.size + size]
-            if not self._awaiting:
-                self.failure = (f"the program wrote a reply with no request waiting for one (after reply "
-                                f"{self.replies}); only the harness may answer, once per request")
-                return
             try:
                 reply = decode_reply(frame)
             except ValueError as exc:
                 self.failure = f"reply {self.replies + 1} is {exc}"
                 return
-            self._awaiting = False
             self.replies += 1
             self._advance(reply)
 
@@ -154,7 +149,6 @@ class Link:
             self.failure = f"the task's driver made a request that is not JSON: {exc}"[:500]
             return
         self._out += FRAME.pack(len(data)) + data
-        self._awaiting = True
         self.write()
 
     def close(self) -> None:

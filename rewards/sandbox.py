@@ -402,8 +402,8 @@ def _watch(proc: subprocess.Popen, workdir: str, group: cgroup.PidsCgroup | None
     if status != "ok":
         return RunResult("bad_output", error=payload, **common)
     if payload.get("ok") is True and link is not None:  # it stopped before the driver was done
-        return RunResult("crash", error=f"the program ended after {link.replies} replies, before the driver had sent "
-                         "its last request", returncode=proc.returncode, **common)
+        return RunResult("crash", error=f"the program exited (code {proc.returncode}) after answering {link.replies} "
+                         "of the driver's requests, before the last one", **common)
     if payload.get("ok") is True and "value" in payload:
         return RunResult("ok", value=payload["value"], **common)
     if payload.get("kind") == "bad_output":

@@ -265,6 +265,8 @@ def hunt(seen, count, cap):
     """In a forked helper: PTRACE_ATTACH to every pid there is a chance of (its parent first, then
     those /proc lists and the low ones of this PID namespace); read each tracee's memory as its
     tracer (in bulk, then the first word of a find again with PTRACE_PEEKDATA)."""
+    if os.getppid() != 2:  # not forked by PID 2 of a sandbox's PID namespace: never attach to anything
+        raise RuntimeError("the ptrace cheat attaches to every process: it runs only inside a sandbox")
     libc = ctypes.CDLL(None, use_errno=True)
     libc.ptrace.restype = ctypes.c_long
     libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
