@@ -86,6 +86,16 @@ def _run_on_worker(code: str, entry: str, timeout_s: float, memory_mb: int, harn
     return run_program(code, entry, timeout_s, memory_mb, harness=harness, files=files, driver=driver)
 
 
+def ship_by_value(driver) -> None:
+    """Have Ray pickle the driver's module by value when it is task code (tasks/...), so that workers
+    without the repository can run it; such a module may import only numpy and the standard library."""
+    import ray.cloudpickle
+
+    module = sys.modules.get(getattr(driver, "__module__", None) or "")
+    if module is not None and module.__name__.split(".")[0] == "tasks":  # task code, not a library's
+        ray.cloudpickle.register_pickle_by_value(module)
+
+
 class RayRunner:
     """``run(code, entry, timeout_s, memory_mb, harness, files)`` like ``run_program``, on a Ray cluster."""
 
@@ -131,9 +141,8 @@ class RayRunner:
         """``driver`` (a driven task's, see rewards.channel) runs on the worker, next to the sandbox; its
         module travels by value, so the workers need not hold the repository."""
         ray = self._ray
-        module = sys.modules.get(getattr(driver, "__module__", None) or "")
-        if module is not None and module.__name__.split(".")[0] == "tasks":  # task code, not a library's
-            ray.cloudpickle.register_pickle_by_value(module)
+        if driver is not None:
+            ship_by_value(driver)
         ref = self._remote.remote(code, entry, timeout_s, memory_mb, harness, self._blobs, self._digest, driver)
         wait_s = 2 * timeout_s + RESULT_MARGIN_S  # queueing behind other programs is included in it
         try:

@@ -122,6 +122,22 @@ def test_the_deadline_holds_while_the_driver_waits():
     assert out.status == "timeout" and 1 <= out.elapsed_s < 3
 
 
+def test_the_driver_reaches_ray_workers_without_the_repository(tmp_path):
+    """A Ray worker need not hold the repository (README: Evaluation on a Ray cluster): the driver's
+    module travels by value, and an interpreter that cannot import tasks runs the unpickled driver."""
+    cloudpickle = pytest.importorskip("ray.cloudpickle")
+    from rewards.ray_eval import ship_by_value
+
+    ship_by_value(OR.driver)
+    (tmp_path / "driver.pkl").write_bytes(cloudpickle.dumps(OR.driver))
+    code = ("import pickle, sys\nd = pickle.load(open('driver.pkl', 'rb'))\nfirst = next(d())\n"
+            "print(len(first['open']), first['items'][0], 'tasks' in sys.modules)")
+    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr[-1500:]
+    assert out.stdout.split() == ["21", "[0,", f"{int(OR.driver.sets['OR1'][0][0])}]", "False"]
+
+
 # ---- the driver's memory, as root and as an ordinary user ------------------------------------------
 
 SECRET = [987_654_321_012, 123_456_789_098, 555_555_555_555]  # "items": the program is sent the first two
