@@ -52,7 +52,7 @@ class OnlineDriver:
     The instances are packed side by side: round i sends item i of every instance that has one (each
     instance is its own online problem, so the items of the others say nothing about its future),
     which takes as many rounds as the longest instance has items rather than one round trip per item
-    (bin_packing_or: 1,000 instead of 9,350; bin_packing_weibull: 5,000 instead of 25,000). A round's
+    (bin_packing_or: 1,000 for 9,470 items; bin_packing_weibull: 5,000 for 25,120). A round's
     request is {"items": [[instance, size], ...]} (instances numbered in data-set order); the first
     also holds "open": [{"name", "bins", "capacity"} per instance]. The reply lists the bin chosen for
     each of the round's items, in order."""

@@ -36,29 +36,31 @@ def _helix_priority():
     return fn
 
 
-def _helix_scores(fn, item, bins, where):
-    """priority(item, bins) as a float vector of len(bins), or a ValueError that says what is wrong."""
-    out = fn(item, bins.copy())
+def _helix_choice(fn, item, bins, where, i):
+    """The position in ``bins`` of the highest priority(item, bins) (the first of equals), or a
+    ValueError that says what is wrong. ``bins`` is a fresh array: the program may change it."""
+    shape = bins.shape
+    out = fn(item, bins)
     try:
         scores = _helix_np.asarray(out, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError(f"priority(item, bins) must return a numeric numpy array; for {where} it returned "
+        raise ValueError(f"priority(item, bins) must return a numeric numpy array; for {where}, item {i} it returned "
                          f"{type(out).__name__} {repr(out)[:60]}") from None
-    if scores.shape != bins.shape:
-        raise ValueError(f"priority(item, bins) must return one priority per bin, shape {bins.shape}; for {where} "
-                         f"(item {item:g}, {len(bins)} bins) it returned shape {scores.shape}")
-    if _helix_np.isnan(scores).any():
-        raise ValueError(f"priority(item, bins) returned NaN for {where} (item {item:g}, {len(bins)} bins); "
+    if scores.shape != shape:
+        raise ValueError(f"priority(item, bins) must return one priority per bin, shape {shape}; for {where}, item {i} "
+                         f"(item {item:g}, {shape[0]} bins) it returned shape {scores.shape}")
+    best = int(_helix_np.argmax(scores))
+    if scores[best] != scores[best]:  # argmax lands on the first NaN if there is one
+        raise ValueError(f"priority(item, bins) returned NaN for {where}, item {i} (item {item:g}, {shape[0]} bins); "
                          "return real numbers (guard divisions by zero)")
-    return scores
+    return best
 
 
 def _helix_place(fn, instance, item):
     """The index of the bin the program's priority puts ``item`` in, for one instance."""
     remaining, i, where = instance["remaining"], instance["i"], instance["where"]
-    valid = _helix_np.flatnonzero(remaining - item >= 0)
-    scores = _helix_scores(fn, item, remaining[valid], f"{where}, item {i}")
-    best = int(valid[int(_helix_np.argmax(scores))])
+    valid = _helix_np.flatnonzero(remaining >= item)  # remaining capacity >= item (exact: sums of integers)
+    best = int(valid[_helix_choice(fn, item, remaining[valid], where, i)])
     remaining[best] -= item
     instance["i"] = i + 1
     return best
