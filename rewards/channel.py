@@ -160,3 +160,23 @@ class Link:
                 pass
         self.request_fd = self.reply_fd = -1
         self._gen.close()
+
+
+def open_link(driver) -> tuple[Link, list[int]]:
+    """A driven run's two pipes, requests down one and replies up the other: our side as a Link
+    (its ends non-blocking), and the child's ends [request read, reply write] to pass to it."""
+    request_r, request_w = os.pipe()
+    reply_r, reply_w = os.pipe()
+    os.set_blocking(request_w, False)
+    os.set_blocking(reply_r, False)
+    try:
+        return Link(driver, request_w, reply_r), [request_r, reply_w]
+    except BaseException:
+        close_all([request_r, request_w, reply_r, reply_w])
+        raise
+
+
+def close_all(fds: list[int]) -> None:
+    """Close and forget each descriptor (the list is emptied, so a second call closes nothing)."""
+    while fds:
+        os.close(fds.pop())

@@ -84,7 +84,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rewards import cgroup, fs_jail
-from rewards.channel import Link
+from rewards.channel import Link, close_all, open_link
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_runner.py")
 LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launcher.py")
@@ -320,7 +320,7 @@ def _start(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, entry:
            "PYTHONUNBUFFERED": "1"}  # unbuffered: output printed before a crash is not lost
     flags = ["-s", "-P"] if sys.version_info >= (3, 11) else ["-s"]
     plan = _launch_plan(memory_mb, timeout_s, ids, workdir, group.procs if group is not None else None, jail_root, inputs)
-    link, theirs = _channel(driver) if driver is not None else (None, [])
+    link, theirs = open_link(driver) if driver is not None else (None, [])
     runner = [sys.executable, *flags, RUNNER, program, entry, str(result_fd), str(MAX_RESULT_BYTES),
               ",".join(map(str, theirs)) or "-", *extra]
     try:
@@ -336,32 +336,12 @@ def _start(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, entry:
             return RunResult("crash", error=f"the sandbox could not start the program: {exc}")
         finally:
             os.close(status_w)
-            _close_all(theirs)  # now: the driver sees end-of-file once the program's copies are gone
+            close_all(theirs)  # now: the driver sees end-of-file once the program's copies are gone
         return _watch(proc, workdir, group, timeout_s, result_fd, start, status_r, link)
     finally:
-        _close_all(theirs)
+        close_all(theirs)
         if link is not None:
             link.close()
-
-
-def _close_all(fds: list[int]) -> None:
-    while fds:
-        os.close(fds.pop())
-
-
-def _channel(driver) -> tuple[Link, list[int]]:
-    """A driven run's two pipes: requests go down one, replies come up the other. Returns our
-    side, the Link (its ends non-blocking), and the child's ends (request read, reply write)."""
-    request_r, request_w = os.pipe()
-    reply_r, reply_w = os.pipe()
-    os.set_blocking(request_w, False)
-    os.set_blocking(reply_r, False)
-    try:
-        return Link(driver, request_w, reply_r), [request_r, reply_w]
-    except BaseException:
-        for fd in (request_r, request_w, reply_r, reply_w):
-            os.close(fd)
-        raise
 
 
 def _watch(proc: subprocess.Popen, workdir: str, group: cgroup.PidsCgroup | None, timeout_s: float, result_fd: int,
