@@ -1,11 +1,17 @@
 """Runs inside the sandboxed child: import the candidate, call its entry function, write JSON.
 
-Invoked by ``rewards.sandbox`` as ``python child_runner.py PROGRAM ENTRY RESULT_FD MAX_BYTES [HARNESS]``,
+Invoked by ``rewards.sandbox`` as ``python child_runner.py PROGRAM ENTRY RESULT_FD MAX_BYTES CHANNEL [HARNESS]``,
 RESULT_FD an open file the sandbox reads back (the program's own directory is not where it lies).
 A task's HARNESS (trusted code, see tasks/base.py) is read before the program runs and executed
 after it in the same module, so its definitions win; ENTRY may then be one of its functions.
 Only JSON leaves this process (never pickle), and only as an artefact: the parent recomputes
 the reward from it, so whatever the program prints, patches or forges here cannot raise it.
+
+CHANNEL is ``-``, or ``R,W`` for a driven task (task.yaml ``driver``): two inherited pipe ends to
+the trusted driver in the evaluating process (``rewards.channel``). ENTRY is then called once per
+request, ``ENTRY(request) -> reply``, until the driver closes R; the driver, not this process,
+holds the data and builds the artefact, so nothing here can see what it has not been sent yet.
+Frames both ways are a 4-byte little-endian length and UTF-8 JSON (the same as rewards.channel's).
 """
 
 import builtins
@@ -13,6 +19,7 @@ import json
 import linecache
 import os
 import signal
+import struct
 import sys
 import traceback
 import types
@@ -21,6 +28,7 @@ import types
 # own purposes does not also break the reporting of its result.
 _open, _dumps, _isinstance, _exit = builtins.open, json.dumps, builtins.isinstance, os._exit
 _pwrite, _ftruncate = os.pwrite, os.ftruncate
+_write, _loads, _frame = os.write, json.loads, struct.Struct("<I")
 MAX_DEPTH = 32
 SHOWN_NAME = "program.py"
 
@@ -65,7 +73,21 @@ def user_traceback(exc: BaseException) -> str:
     return "".join(lines)[-1500:]
 
 
-def run(program: str, entry: str, harness: str | None = None) -> dict:
+def _serve(fn, channel: tuple[int, int]) -> None:
+    """Answer the driver's requests with ``fn(request)``, one at a time, until it closes the channel."""
+    requests = _open(channel[0], "rb", buffering=1 << 16, closefd=False)
+    while True:
+        head = requests.read(4)
+        if len(head) < 4:  # the driver is done (or gone): nothing more is coming
+            return None
+        request = _loads(requests.read(_frame.unpack(head)[0]).decode("utf-8"))
+        data = _dumps(to_jsonable(fn(request)), allow_nan=True).encode("utf-8", "surrogatepass")
+        data = _frame.pack(len(data)) + data
+        while data:
+            data = data[_write(channel[1], data):]
+
+
+def run(program: str, entry: str, harness: str | None = None, channel: tuple[int, int] | None = None) -> dict:
     phase = "load"
     try:
         with _open(program, encoding="utf-8") as fh:
@@ -88,7 +110,9 @@ def run(program: str, entry: str, harness: str | None = None) -> dict:
             raise NameError(f"the program does not define the required function {entry}() "
                             f"(it defines: {', '.join(names[:12]) or 'no functions'})")
         phase = "call"
-        returned = fn()
+        returned = fn() if channel is None else _serve(fn, channel)
+    except BadOutput as exc:  # a reply that is not JSON (driven tasks)
+        return {"ok": False, "kind": "bad_output", "error": "BadOutput", "message": _text(exc)}
     except BaseException as exc:
         return {"ok": False, "kind": "error", "phase": phase, "error": type(exc).__name__,
                 "message": _text(exc), "traceback": user_traceback(exc)}
@@ -109,7 +133,7 @@ def _exit_like(status: int) -> None:
     _exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
 
-def enter_pid_namespace() -> None:
+def enter_pid_namespace(private: tuple[int, ...] = ()) -> None:
     """Where the sandbox unshared a PID namespace for our children, run the program inside it.
 
     This process stays outside; its child is the namespace's init (PID 1) and only reaps; the
@@ -117,6 +141,8 @@ def enter_pid_namespace() -> None:
     signals). Inside, no pid names a process outside, so the program cannot signal the trainer,
     and when it ends, init exits and the kernel kills whatever it left behind. The program's
     exact wait status travels back over a pipe, so the sandbox sees the same exit code or signal.
+    ``private``: descriptors only the program uses (the driver's channel); the two processes that
+    stay behind close them, so the driver reads end-of-file as soon as the program is gone.
     """
     try:
         if os.readlink("/proc/self/ns/pid_for_children") == os.readlink("/proc/self/ns/pid"):
@@ -129,6 +155,7 @@ def enter_pid_namespace() -> None:
     init = os.fork()
     if init:  # outside: wait for init, then mirror the program's status
         os.close(write_end)
+        _close(private)
         _, init_status = os.waitpid(init, 0)
         data = os.read(read_end, 32)
         _exit_like(int(data) if data.strip().isdigit() else init_status)
@@ -143,6 +170,7 @@ def enter_pid_namespace() -> None:
     if program == 0:  # PID 2: carry on as the runner
         os.close(write_end)
         return
+    _close(private)
     while True:  # init: reap every orphan until the program itself ends
         pid, status = os.waitpid(-1, 0)
         if pid == program:
@@ -151,18 +179,28 @@ def enter_pid_namespace() -> None:
     _exit(0)
 
 
+def _close(fds: tuple[int, ...]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
 def main() -> None:
-    enter_pid_namespace()
-    program, entry, result_fd, max_bytes = sys.argv[1:5]
+    program, entry, result_fd, max_bytes, channel = sys.argv[1:6]
+    channel = None if channel == "-" else tuple(int(fd) for fd in channel.split(","))
+    enter_pid_namespace(channel or ())
     result_fd = int(result_fd)
-    os.set_inheritable(result_fd, False)  # the program's own subprocesses do not get it
-    harness = sys.argv[5] if len(sys.argv) > 5 else None
+    for fd in (result_fd, *(channel or ())):
+        os.set_inheritable(fd, False)  # the program's own subprocesses do not get them
+    harness = sys.argv[6] if len(sys.argv) > 6 else None
     sys.argv = [program]  # the program sees a plain argv
     if sys.path and sys.path[0] == __file__.rsplit("/", 1)[0]:
         del sys.path[0]  # the rewards/ folder is not the program's business
     # Its own folder instead: "spawn" multiprocessing workers unpickle its functions as program.<name>.
     sys.path.insert(0, os.path.dirname(os.path.abspath(program)))
-    out = run(program, entry, harness)
+    out = run(program, entry, harness, channel)
     try:
         text = _dumps(out, allow_nan=True)
     except (ValueError, TypeError, RecursionError) as exc:  # e.g. an int with more than 4300 digits

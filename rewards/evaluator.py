@@ -5,7 +5,9 @@ program returned; nothing the program prints or claims is used. Feedback is shor
 meant for the next prompt: what went wrong, where in the program, and what the limits are.
 
 A task with a harness and data files (tasks/base.py) runs the harness's entry in the sandbox with
-the data copied in; a task with a cascade first runs its cheap stage-1 check under the short limit
+the data copied in; a driven task (task.yaml ``driver``) keeps its data here, in the trusted driver
+that the runner advances one request at a time (rewards/channel.py), and its artefact is what the
+driver returns; a task with a cascade first runs its cheap stage-1 check under the short limit
 and skips the full run when that fails (see ``Evaluator.evaluate``).
 """
 
@@ -100,8 +102,10 @@ class Evaluator:
             self.runner.close()
 
     def _run(self, code: str, entry: str, timeout_s: float) -> RunResult:
+        driver = getattr(self.task, "driver", None)  # a driven task's step driver (rewards.channel)
+        extra = {"driver": driver} if driver is not None else {}  # runners of undriven tasks need not know it
         return self.runner(code, entry, timeout_s, self.memory_mb, harness=self.task.harness,
-                           files=self.task.data_files)
+                           files=self.task.data_files, **extra)
 
     def evaluate(self, code: str) -> Evaluation:
         """Stage 1 (cascade tasks only): the cheap check; its failure is final, its result unused.

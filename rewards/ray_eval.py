@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -78,11 +79,21 @@ def _local_files(digest: str, blobs: dict[str, bytes]) -> list[str]:
 
 
 def _run_on_worker(code: str, entry: str, timeout_s: float, memory_mb: int, harness: str | None,
-                   blobs: dict[str, bytes], digest: str) -> RunResult:
+                   blobs: dict[str, bytes], digest: str, driver=None) -> RunResult:
     from rewards.sandbox import run_program  # the worker's copy, from the runtime_env's py_modules
 
     files = _local_files(digest, blobs) if blobs else ()
-    return run_program(code, entry, timeout_s, memory_mb, harness=harness, files=files)
+    return run_program(code, entry, timeout_s, memory_mb, harness=harness, files=files, driver=driver)
+
+
+def ship_by_value(driver) -> None:
+    """Have Ray pickle the driver's module by value when it is task code (tasks/...), so that workers
+    without the repository can run it; such a module may import only numpy and the standard library."""
+    import ray.cloudpickle
+
+    module = sys.modules.get(getattr(driver, "__module__", None) or "")
+    if module is not None and module.__name__.split(".")[0] == "tasks":  # task code, not a library's
+        ray.cloudpickle.register_pickle_by_value(module)
 
 
 class RayRunner:
@@ -126,9 +137,13 @@ class RayRunner:
         return max(1, int(self._ray.cluster_resources().get("CPU", 1)))
 
     def __call__(self, code: str, entry: str, timeout_s: float, memory_mb: int, harness: str | None = None,
-                 files=()) -> RunResult:
+                 files=(), driver=None) -> RunResult:
+        """``driver`` (a driven task's, see rewards.channel) runs on the worker, next to the sandbox; its
+        module travels by value, so the workers need not hold the repository."""
         ray = self._ray
-        ref = self._remote.remote(code, entry, timeout_s, memory_mb, harness, self._blobs, self._digest)
+        if driver is not None:
+            ship_by_value(driver)
+        ref = self._remote.remote(code, entry, timeout_s, memory_mb, harness, self._blobs, self._digest, driver)
         wait_s = 2 * timeout_s + RESULT_MARGIN_S  # queueing behind other programs is included in it
         try:
             return ray.get(ref, timeout=wait_s)

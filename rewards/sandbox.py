@@ -48,7 +48,10 @@ Layers (``isolation()`` reports which ones this machine allows):
   PYTHONHASHSEED (the environment holds nothing else for ``-E`` to ignore);
 * output read incrementally, keeping the last 4 KB; the result comes back through a file the
   child inherits open (the jailed program cannot see its path) and the parent reads through its
-  own descriptor with an 8 MB cap.
+  own descriptor with an 8 MB cap;
+* a driven task (``driver``): the data stay here, in the evaluating process; the child gets one
+  more inherited pipe pair and answers one request at a time (``rewards.channel``), and the
+  artefact is what the driver returns, not anything the child writes.
 Not covered: /proc is the host's, so a program can list every process and read its world-readable entries (cmdline, stat),
 though not, across user namespaces, what needs ptrace access; and where no namespace can be created
 (not root and no unprivileged user namespaces) the program can touch, and signal, whatever the
@@ -81,6 +84,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rewards import cgroup, fs_jail
+from rewards.channel import Link, close_all, open_link
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_runner.py")
 LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launcher.py")
@@ -89,6 +93,7 @@ TASKS_DIR = os.path.join(REPO_DIR, "tasks")  # held-out data lives there: never 
 MAX_RESULT_BYTES = 8 << 20
 MAX_FILE_BYTES = 16 << 20
 OUTPUT_TAIL_BYTES = 4096
+_ENDED = select.POLLHUP | select.POLLERR | select.POLLNVAL
 SANDBOX_USER = "nobody"
 SANDBOX_NPROC = 256  # per program's pids cgroup; as RLIMIT_NPROC: shared by all sandboxes running as SANDBOX_USER
 PROGRAM_NAME, HARNESS_NAME = "program.py", "harness.py"
@@ -199,17 +204,22 @@ def _tasks_of(uid: int) -> int:
 
 
 def run_program(code: str, entry: str, timeout_s: float, memory_mb: int, harness: str | None = None,
-                files: Sequence[str | Path] = ()) -> RunResult:
+                files: Sequence[str | Path] = (), driver=None) -> RunResult:
     """Run ``entry()`` of ``code`` in a fresh sandbox; never raises for anything the program does.
 
     ``harness``: trusted source executed after the program, in its module (``entry`` may be one of
-    its functions); ``files``: copied into the sandbox's working directory under their base names."""
+    its functions); ``files``: copied into the sandbox's working directory under their base names.
+    ``driver``: a driven run (``rewards.channel``): a callable (picklable, for Ray) that returns a
+    fresh generator, run here; the child calls ``entry(request)`` for each of its requests, and
+    the result's value is the generator's return value. A reply the driver refuses ends the run
+    as bad_output; a program that stops answering times out; one that dies crashed."""
     files = tuple(Path(f) for f in files)
     names = [f.name for f in files]
     for name in names:
         if name in (PROGRAM_NAME, HARNESS_NAME) or name.startswith(("result-", ".")) or names.count(name) > 1:
             raise ValueError(f"sandbox data file name {name!r} is reserved or repeated")
-    return _run(code, entry, timeout_s, memory_mb, _unprivileged_ids() if isolation().user else None, harness, files)
+    return _run(code, entry, timeout_s, memory_mb, _unprivileged_ids() if isolation().user else None, harness, files,
+                driver)
 
 
 def visible_paths() -> tuple[str, ...]:
@@ -259,13 +269,13 @@ def _userns_maps() -> tuple[tuple[str, bytes], ...]:
 
 
 def _run(code: str, entry: str, timeout_s: float, memory_mb: int, ids: tuple[int, int] | None,
-         harness: str | None = None, files: tuple[Path, ...] = ()) -> RunResult:
+         harness: str | None = None, files: tuple[Path, ...] = (), driver=None) -> RunResult:
     workdir = jail_root = group = None
     try:  # an OSError here (a full disk...) costs this program its result, not the trainer its run
         workdir = tempfile.mkdtemp(prefix="helix-sandbox-")
         jail_root = tempfile.mkdtemp(prefix="helix-sandbox-root-")  # stays empty out here
         group = cgroup.create(SANDBOX_NPROC)
-        return _run_in(workdir, jail_root, group, code, entry, timeout_s, memory_mb, ids, harness, files)
+        return _run_in(workdir, jail_root, group, code, entry, timeout_s, memory_mb, ids, harness, files, driver)
     except OSError as exc:
         return RunResult("crash", error=f"the sandbox failed: {exc}")
     finally:
@@ -278,7 +288,7 @@ def _run(code: str, entry: str, timeout_s: float, memory_mb: int, ids: tuple[int
 
 
 def _run_in(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, code: str, entry: str, timeout_s: float, memory_mb: int,
-            ids, harness: str | None = None, files: tuple[Path, ...] = ()) -> RunResult:
+            ids, harness: str | None = None, files: tuple[Path, ...] = (), driver=None) -> RunResult:
     program = os.path.join(workdir, PROGRAM_NAME)
     with open(program, "w", encoding="utf-8", errors="replace") as fh:
         fh.write(code)
@@ -297,31 +307,46 @@ def _run_in(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, code:
     result_fd = os.open(os.path.join(workdir, f"result-{secrets.token_hex(16)}.json"),
                         os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        return _start(workdir, jail_root, group, entry, timeout_s, memory_mb, ids, program, extra, inputs, result_fd)
+        return _start(workdir, jail_root, group, entry, timeout_s, memory_mb, ids, program, extra, inputs, result_fd, driver)
     finally:
         os.close(result_fd)
 
 
 def _start(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, entry: str, timeout_s: float, memory_mb: int,
-           ids, program: str, extra: list[str], inputs: tuple[str, ...], result_fd: int) -> RunResult:
+           ids, program: str, extra: list[str], inputs: tuple[str, ...], result_fd: int, driver=None) -> RunResult:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": workdir, "TMPDIR": workdir,
            "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUTF8": "1",
            "PYTHONUNBUFFERED": "1"}  # unbuffered: output printed before a crash is not lost
     flags = ["-s", "-P"] if sys.version_info >= (3, 11) else ["-s"]
-    runner = [sys.executable, *flags, RUNNER, program, entry, str(result_fd), str(MAX_RESULT_BYTES), *extra]
     plan = _launch_plan(memory_mb, timeout_s, ids, workdir, group.procs if group is not None else None, jail_root, inputs)
-    status_r, status_w = os.pipe()
-    start = time.monotonic()
+    link, theirs = open_link(driver) if driver is not None else (None, [])
+    runner = [sys.executable, *flags, RUNNER, program, entry, str(result_fd), str(MAX_RESULT_BYTES),
+              ",".join(map(str, theirs)) or "-", *extra]
     try:
-        proc = subprocess.Popen([sys.executable, "-I", "-S", LAUNCHER, marshal.dumps(plan).hex(), str(status_w), "--", *runner],
-                                cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(result_fd, status_w))
-    except (OSError, subprocess.SubprocessError) as exc:
-        os.close(status_r)
-        return RunResult("crash", error=f"the sandbox could not start the program: {exc}")
+        status_r, status_w = os.pipe()
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen([sys.executable, "-I", "-S", LAUNCHER, marshal.dumps(plan).hex(), str(status_w), "--",
+                                     *runner], cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, start_new_session=True,
+                                    pass_fds=(result_fd, status_w, *theirs))
+        except (OSError, subprocess.SubprocessError) as exc:
+            os.close(status_r)
+            return RunResult("crash", error=f"the sandbox could not start the program: {exc}")
+        finally:
+            os.close(status_w)
+            close_all(theirs)  # now: the driver sees end-of-file once the program's copies are gone
+        return _watch(proc, workdir, group, timeout_s, result_fd, start, status_r, link)
     finally:
-        os.close(status_w)
+        close_all(theirs)
+        if link is not None:
+            link.close()
+
+
+def _watch(proc: subprocess.Popen, workdir: str, group: cgroup.PidsCgroup | None, timeout_s: float, result_fd: int,
+           start: float, status_r: int, link: Link | None) -> RunResult:
+    """From the launcher's start to the RunResult: fences, supervision (and the driver), cleanup, the verdict."""
     fenced = _read_status(status_r, start + timeout_s)  # until the launcher execs the runner (or fails)
     # Holding the namespace open keeps its identity from being recycled for another sandbox's.
     try:
@@ -333,7 +358,9 @@ def _start(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, entry:
     capped = "cgroup" in fenced
     tail = bytearray()
     try:
-        timed_out = _supervise(proc, start + timeout_s, tail)
+        if link is not None:
+            link.start()  # the first request waits in the pipe until the program reads it
+        timed_out = _supervise(proc, start + timeout_s, tail, link)
         elapsed = time.monotonic() - start
     finally:
         _kill_all(proc, net if isolated else None, group)
@@ -343,6 +370,10 @@ def _start(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, entry:
             os.close(net_fd)
     output = tail.decode("utf-8", "replace").replace(workdir + os.sep, "")  # no temp paths in feedback
     common = dict(output_tail=output, elapsed_s=elapsed, net_isolated=isolated, pids_capped=capped)
+    if link is not None and link.done:
+        return RunResult("ok", value=link.value, **common)
+    if link is not None and link.failure is not None:
+        return RunResult("bad_output", error=link.failure, **common)
     if timed_out:
         return RunResult("timeout", error=f"time limit of {timeout_s:g} s exceeded", **common)
     status, payload = _read_result(result_fd)
@@ -350,6 +381,9 @@ def _start(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, entry:
         return RunResult("crash", error="no result", returncode=proc.returncode, **common)
     if status != "ok":
         return RunResult("bad_output", error=payload, **common)
+    if payload.get("ok") is True and link is not None:  # it stopped before the driver was done
+        return RunResult("crash", error=f"the program exited (code {proc.returncode}) after answering {link.replies} "
+                         "of the driver's requests, before the last one", **common)
     if payload.get("ok") is True and "value" in payload:
         return RunResult("ok", value=payload["value"], **common)
     if payload.get("kind") == "bad_output":
@@ -376,24 +410,47 @@ def _read_status(fd: int, deadline: float) -> set[str]:
     return set(data.decode("ascii", "replace").split())
 
 
-def _supervise(proc: subprocess.Popen, deadline: float, tail: bytearray) -> bool:
-    """Pump output until the child exits (False) or the deadline passes (True); never reaps it."""
+def _supervise(proc: subprocess.Popen, deadline: float, tail: bytearray, link: Link | None = None) -> bool:
+    """Pump output (and run the driver) until the child exits or the driver is finished (False), or
+    the deadline passes (True); never reaps the child."""
     fd = proc.stdout.fileno()
     os.set_blocking(fd, False)
     poller = select.poll()  # not select(): the trainer may hold more than 1024 descriptors
     poller.register(fd, select.POLLIN)
-    pipe_open, nap = True, 0.002
+    watched, writing, nap = {fd}, False, 0.002
+    if link is not None:
+        poller.register(link.reply_fd, select.POLLIN)
+        watched.add(link.reply_fd)
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return True
-        if pipe_open:
-            if poller.poll(max(1, int(min(remaining, 0.1) * 1000))):
-                pipe_open = _read_some(fd, tail)
+        if link is not None and link.wants_write() != writing:  # the request pipe matters only while one is stuck
+            writing = not writing
+            (poller.register(link.request_fd, select.POLLOUT) if writing else poller.unregister(link.request_fd))
+        quiet = True  # nothing came, or a pipe ended: time to look whether the child is still there
+        if watched:
+            events = poller.poll(max(1, int(min(remaining, 0.1) * 1000)))
+            quiet = not events or any(flags & _ENDED for _, flags in events)
+            for ready, _ in events:
+                if ready == fd and not _read_some(fd, tail):
+                    poller.unregister(fd)
+                    watched.discard(fd)
+                elif link is not None and ready == link.reply_fd:
+                    link.read()
+                    if not link.reply_open:
+                        poller.unregister(ready)
+                        watched.discard(ready)
+                elif link is not None and ready == link.request_fd:
+                    link.write()
         else:  # output closed (normally: the child is exiting): wait for the exit itself
             time.sleep(min(remaining, nap))
             nap = min(nap * 2, 0.05)
-        if _exited(proc.pid):
+        if link is not None and link.finished:
+            return False
+        if (quiet or link is None) and _exited(proc.pid):  # driven: a reply each step says it is alive
+            if link is not None and link.reply_open:
+                link.read()  # a reply written just before the end still counts
             return False
 
 

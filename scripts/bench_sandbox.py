@@ -14,6 +14,13 @@ Rows (each the median of --repeats batches of --n evaluations):
 Sequential (1 worker) and parallel (``--workers``, default: the machine's cores) for each. What
 the sandbox adds per program: a fresh temporary directory, rlimits, the network namespace,
 the child runner, JSON result transport, process-group cleanup, and the verifier.
+
+A second table times the online bin-packing starters before and after the trusted driver
+(rewards/channel.py), each evaluation checked by the task's verifier: "before" is the harness that
+packed every instance inside the sandbox from a copy of data.npz (scripts/bin_packing_harness_before.py,
+a bench-only copy), "after" the task as it is, whose driver in this process hands the program one item
+per request. Batches of the two alternate (--repeats pairs, --binpack-n evaluations each), so a busy
+machine slows both alike; both must give the same reward.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+BEFORE_HARNESS = ROOT / "scripts" / "bin_packing_harness_before.py"
+BINPACK_TASKS = ("bin_packing_or", "bin_packing_weibull")
 
 TRIVIAL = "import numpy as np\n\n\ndef run():\n    return 1\n"
 
@@ -60,6 +69,44 @@ def bare(code: str, entry: str, env: dict | None = None):
     return run
 
 
+def binpack_runs(task):
+    """(before, after): callables that evaluate the starter with the old in-sandbox harness and the
+    data file, and with the task's driver; each returns the verified reward (0 if invalid)."""
+    from rewards.sandbox import run_program
+
+    before_source = BEFORE_HARNESS.read_text(encoding="utf-8")
+    code, data = task.initial_program, (task.folder / "data.npz",)
+
+    def score(run) -> float:
+        verdict = task.verify(run.value) if run.status == "ok" else None
+        return verdict.reward if verdict is not None and verdict.valid else 0.0
+
+    def before() -> float:
+        return score(run_program(code, "helix_online_binpack", task.timeout_s, task.memory_mb, harness=before_source,
+                                 files=data))
+
+    def after() -> float:
+        return score(run_program(code, task.run_entry, task.timeout_s, task.memory_mb, harness=task.harness,
+                                 driver=task.driver))
+
+    return before, after
+
+
+def paired_rates(first, second, n: int, workers: int, repeats: int) -> tuple[float, float, set]:
+    """Median evaluations per second of ``first`` and ``second``, their batches alternating; the rewards seen."""
+    rates: tuple[list, list] = ([], [])
+    rewards = set()
+    for _ in range(repeats):
+        for fn, out in ((first, rates[0]), (second, rates[1])):
+            start = time.perf_counter()
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                got = list(pool.map(lambda _: fn(), range(n)))
+            out.append(n / (time.perf_counter() - start))
+            assert all(got), "an evaluation failed: the benchmark would time a failure path"
+            rewards.update(got)
+    return statistics.median(rates[0]), statistics.median(rates[1]), rewards
+
+
 def main(argv=None) -> None:
     from rewards import Evaluator
     from rewards.sandbox import isolation, run_program
@@ -69,6 +116,9 @@ def main(argv=None) -> None:
     ap.add_argument("--n", type=int, default=24, help="evaluations per batch")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="parallel sandboxes (default: cores)")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--binpack", nargs="*", default=list(BINPACK_TASKS), choices=BINPACK_TASKS,
+                    help="bin-packing tasks for the before/after driver table (none: skip it)")
+    ap.add_argument("--binpack-n", type=int, default=4, help="evaluations per bin-packing batch")
     args = ap.parse_args(argv)
 
     task = load_task("circle_packing_26")
@@ -92,6 +142,18 @@ def main(argv=None) -> None:
             base1 = rate(bare(code, entry, ONE_THREAD), args.n, workers, args.repeats)
             print(f"| {name} | {workers} | {ours:.1f} | {base:.1f} | {base1:.1f} | {base / ours:.2f}x | {base1 / ours:.2f}x |",
                   flush=True)
+    if not args.binpack:
+        return
+    print(f"\nOnline bin packing, starter: before (harness + data.npz in the sandbox) and after (trusted driver), "
+          f"{args.binpack_n} evaluations per batch, batches alternating, median of {args.repeats} each\n")
+    print("| task | workers | before evals/s | after evals/s | after time / before | reward (both) |")
+    print("|---|---|---|---|---|---|")
+    for name in args.binpack:
+        before, after = binpack_runs(load_task(name))
+        for workers in sorted({1, args.workers}):
+            old, new, rewards = paired_rates(before, after, args.binpack_n, workers, args.repeats)
+            assert len(rewards) == 1, f"before and after disagree on the starter's reward: {sorted(rewards)}"
+            print(f"| {name} | {workers} | {old:.3f} | {new:.3f} | {old / new:.2f}x | {rewards.pop():.6f} |", flush=True)
 
 
 if __name__ == "__main__":

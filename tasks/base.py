@@ -29,6 +29,17 @@ Optional task.yaml keys (all checked at load time):
   ``func(x, params)``) that must be driven (fitted, simulated) inside the sandbox, because untrusted
   code never runs in the trainer. Whatever the harness returns is still only an artefact: the
   verifier, in the parent, scores it against data the child never sees.
+* ``driver`` (needs a harness; no cascade): the harness's entry is driven step by step by trusted
+  code in the evaluating process (rewards/channel.py), for tasks whose data the program must not
+  see at once (online bin packing: the items still to come). The value names a callable defined by
+  verifier.py (trusted, loaded here) that returns a fresh generator per run: ``reply = yield
+  request``, its return value the artefact ``verify`` gets. The sandbox calls
+  ``harness_entry(request)`` once per request and sends back what it returns (JSON both ways); the
+  driver must treat each reply as hostile (check its type and range, raise ValueError with one
+  line on what is wrong: the run ends as bad_output) and enforce every rule itself. Data the driver
+  needs stay out of ``data_files``: nothing of them enters the sandbox but what it sends. Under
+  ``task.eval_backend: ray`` the callable is pickled to the workers (its module by value, so it
+  may import only numpy and the standard library).
 * ``data_files``: plain file names in the task folder, copied into the child's temporary working
   directory (read them with ``np.load(name, allow_pickle=False)``). Anything the verifier needs
   to keep secret (held-out targets) must NOT be listed.
@@ -98,6 +109,7 @@ class Task:
     _verify: Callable[[Any], Verdict] = field(repr=False, compare=False)
     harness: str | None = None  # source appended after the program in the sandbox
     harness_entry: str | None = None
+    driver: Callable[[], Any] | None = field(default=None, repr=False, compare=False)  # verifier.py's step driver
     data_files: tuple[Path, ...] = ()  # copied into the sandbox's working directory
     cascade_entry: str | None = None  # stage-1 function of the harness
     cascade_timeout_s: float | None = None
@@ -173,6 +185,7 @@ _SPEC: dict[str, tuple[tuple[type, ...], Callable[[Any], bool], str]] = {
 _OPTIONAL: dict[str, tuple[tuple[type, ...], Callable[[Any], bool], str]] = {
     "harness": ((str,), lambda v: v.endswith(".py"), "a .py file path relative to the task folder"),
     "harness_entry": ((str,), str.isidentifier, "a Python identifier (a function of the harness)"),
+    "driver": ((str,), str.isidentifier, "a Python identifier (a callable defined by verifier.py)"),
     "data_files": ((list,), lambda v: all(isinstance(n, str) and n and "/" not in n and "\\" not in n
                                           and not n.startswith(".") for n in v),
                    "a list of plain file names in the task folder"),
@@ -215,6 +228,10 @@ def _read_spec(folder: Path) -> dict:
         if (first in spec) != (second in spec):
             have, lack = (first, second) if first in spec else (second, first)
             raise ValueError(f"{path}: '{have}' needs '{lack}' as well")
+    if "driver" in spec and "harness" not in spec:
+        raise ValueError(f"{path}: 'driver' drives the harness's entry step by step: add 'harness' and 'harness_entry'")
+    if "driver" in spec and "cascade_entry" in spec:
+        raise ValueError(f"{path}: 'driver' and 'cascade_entry' cannot be combined (a cascade's stage 1 would run undriven)")
     if "cascade_entry" in spec and "harness" not in spec:
         raise ValueError(f"{path}: 'cascade_entry' names a function of the harness: add 'harness' and 'harness_entry'")
     if "cascade_timeout_s" in spec and spec["cascade_timeout_s"] >= spec["timeout_s"]:
@@ -301,13 +318,17 @@ def load_task(name: str) -> Task:
     module_spec.loader.exec_module(module)
     if not callable(getattr(module, "verify", None)):
         raise ValueError(f"{folder / 'verifier.py'}: must define verify(returned) -> Verdict")
+    driver = getattr(module, spec["driver"], None) if "driver" in spec else None
+    if "driver" in spec and not callable(driver):
+        raise ValueError(f"{folder / 'verifier.py'}: does not define the callable {spec['driver']} named as 'driver' in "
+                         "task.yaml (it returns the generator that drives the harness)")
     return Task(
         name=spec["name"], description=(folder / "description.md").read_text(encoding="utf-8").strip() + "\n",
         initial_program=initial, entry_function=spec["entry_function"], timeout_s=float(spec["timeout_s"]),
         memory_mb=spec["memory_mb"], best_known=float(spec["best_known"]),
         best_known_source=spec["best_known_source"], folder=folder, _verify=module.verify,
         harness=_read_harness(folder, spec) if "harness" in spec else None, harness_entry=spec.get("harness_entry"),
-        data_files=_data_files(folder, spec.get("data_files", [])), cascade_entry=spec.get("cascade_entry"),
+        driver=driver, data_files=_data_files(folder, spec.get("data_files", [])), cascade_entry=spec.get("cascade_entry"),
         cascade_timeout_s=float(spec["cascade_timeout_s"]) if "cascade_timeout_s" in spec else None,
         prompt_template=_read_prompt_template(folder),
         brief=(folder / "brief.md").read_text(encoding="utf-8").strip() + "\n" if (folder / "brief.md").is_file() else None,

@@ -1,11 +1,12 @@
 """Trusted scoring of online bin packings, shared by tasks/bin_packing_or and tasks/bin_packing_weibull
 (FunSearch, paper 001, section 2.2 "Bin packing" and Table 1).
 
-The program evolves ``priority(item, bins)``; tasks/bin_packing_harness.py packs every instance
-online with it inside the sandbox and returns only the bin assignment: for each data set, for each
-instance, the bin index of each item in arrival order. Here, in the trainer, the assignment is
-re-checked from scratch against the item sizes this module loads itself from the task folder
-(the same data.npz the sandbox got a copy of; the sandbox cannot write to the task folder):
+The program evolves ``priority(item, bins)``. The trusted driver (tasks/bin_packing_driver.py, in
+the evaluating process) hands the sandboxed harness (tasks/bin_packing_harness.py) the items one
+round at a time, takes back the bin chosen for each, refuses a bin without room, and returns the
+bin assignment: for each data set, for each instance, the bin index of each item in arrival
+order. Here the assignment is re-checked from scratch against the item sizes this module loads
+itself from the task folder's data.npz (which never enters the sandbox):
 
 * exactly the data sets and instances of the task, each with one entry per item (so every item is
   placed exactly once), every entry a plain int in [0, n_items) (no floats, bools, None);
@@ -35,8 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from tasks.base import Verdict, invalid
-
-DATA_FILE = "data.npz"
+from tasks.bin_packing_data import DATA_FILE, read
 
 # FunSearch (Nature 2023) Table 1: fraction of excess bins over the L2 bound, in percent.
 PUBLISHED = {
@@ -87,18 +87,17 @@ def l2_bound(sizes, capacity: float) -> int:
 
 class Instances:
     """The item sizes of a task's data sets, read from its data.npz: ``names`` (data set names, in
-    order), ``items[name]`` (instances x items, ints) and ``capacity``."""
+    order), ``items[name]`` (one int64 array per instance) and ``capacity``."""
 
     def __init__(self, folder: Path):
-        with np.load(Path(folder) / DATA_FILE, allow_pickle=False) as data:
-            self.capacity = int(data["capacity"])
-            self.names = [str(n) for n in data["names"]]
-            self.items = {n: np.asarray(data[f"items_{n}"], dtype=np.int64) for n in self.names}
+        self.capacity, self.items = read(Path(folder) / DATA_FILE)
+        self.names = list(self.items)
         self.l2 = {n: np.array([l2_bound(inst, self.capacity) for inst in self.items[n]]) for n in self.names}
 
     def usage(self) -> str:
-        shape = ", ".join(f"{n}: {a.shape[0]} x {a.shape[1]}" for n, a in self.items.items())
-        return (f"the harness returns a dict {{data set: [one list per instance of the bin index of each item]}} "
+        shape = ", ".join(f"{n}: {len(a)} instances of {'/'.join(sorted({str(len(i)) for i in a}, key=int))} items"
+                          for n, a in self.items.items())
+        return (f"the artefact is a dict {{data set: [one list per instance of the bin index of each item]}} "
                 f"({shape}); priority(item, bins) only chooses the bins")
 
 

@@ -1,31 +1,32 @@
-"""Online bin packing harness: runs INSIDE the sandbox, appended after the candidate program.
+"""Online bin packing, the program's side: runs INSIDE the sandbox, appended after the candidate program.
 
-The program only defines ``priority(item, bins)``. This harness is FunSearch's skeleton (paper 001,
-Figure 2b and ``online_binpack`` / ``evaluate`` in its released bin_packing notebook): an instance
-of n items starts with n empty bins (so there is always room); for each item in arrival order the
-bins that can still take it (remaining capacity >= item) are passed to ``priority(item, bins)``
-as a float array of their remaining capacities, in bin order and including every still-empty bin;
-the item goes to the valid bin with the highest priority (``np.argmax``: ties to the first, so a
-constant priority is first fit and ``-(bins - item)`` is best fit). ``item`` is a Python float;
-``bins`` is a fresh copy, so changing it changes nothing.
+The items are not here. The trusted driver (tasks/bin_packing_driver.py) holds them in the evaluating
+process and packs every instance side by side: each request holds the next item of every instance
+that has one, {"items": [[instance, size], ...]}, and the sandbox sends back what
+``helix_online_step(request)`` returns, the bin chosen for each. The first request also opens the
+instances, "open": [{"name", "bins", "capacity"}, ...]: FunSearch's skeleton starts an instance of n
+items with n empty bins, so there is always room. Each instance is its own online problem; the items
+of the others tell nothing about its future.
 
-It returns only the assignment, {data set: [[bin index of each item] per instance]}; the verifier
-in the trainer re-checks capacities and counts the bins against its own copy of the sizes, so a
-program that patches numpy or the harness can only spoil its own packing. Names are prefixed
-``_helix_`` so they cannot clash with the program's; being executed after the program, the
-harness's definitions win.
+The choice is FunSearch's skeleton (paper 001, Figure 2b and ``online_binpack`` in its released
+notebook): the bins that can still take the item (remaining capacity >= item) are passed to
+``priority(item, bins)`` as a float array of their remaining capacities, in bin order and including
+every still-empty bin; the item goes to the valid bin with the highest priority (``np.argmax``: ties
+to the first, so a constant priority is first fit and ``-(bins - item)`` is best fit). ``item`` is a
+Python float; ``bins`` is a fresh copy, so changing it changes nothing. Within a request, priority is
+called for the instances in order; a function of (item, bins) alone packs exactly as it would
+instance by instance.
+
+This side keeps its own copy of the remaining capacities to build ``bins``; the driver keeps the
+real one and refuses a bin the item does not fit, so a program that patches numpy or this harness
+can only spoil its own packing. Names are prefixed ``_helix_`` so they cannot clash with the
+program's; being executed after the program, the harness's definitions win.
 """
 
 import numpy as _helix_np
 
-_HELIX_DATA = "data.npz"
-
-
-def _helix_instances():
-    with _helix_np.load(_HELIX_DATA, allow_pickle=False) as data:
-        capacity = float(data["capacity"])
-        names = [str(n) for n in data["names"]]
-        return capacity, [(n, data[f"items_{n}"].astype(float)) for n in names]
+_helix_open = []  # per instance: its name, remaining capacities and next item's number
+_helix_fn = []  # the program's priority, taken once when the instances open
 
 
 def _helix_priority():
@@ -35,41 +36,42 @@ def _helix_priority():
     return fn
 
 
-def _helix_scores(fn, item, bins, where):
-    """priority(item, bins) as a float vector of len(bins), or a ValueError that says what is wrong."""
-    out = fn(item, bins.copy())
+def _helix_choice(fn, item, bins, where, i):
+    """The position in ``bins`` of the highest priority(item, bins) (the first of equals), or a
+    ValueError that says what is wrong. ``bins`` is a fresh array: the program may change it."""
+    shape = bins.shape
+    out = fn(item, bins)
     try:
         scores = _helix_np.asarray(out, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError(f"priority(item, bins) must return a numeric numpy array; for {where} it returned "
+        raise ValueError(f"priority(item, bins) must return a numeric numpy array; for {where}, item {i} it returned "
                          f"{type(out).__name__} {repr(out)[:60]}") from None
-    if scores.shape != bins.shape:
-        raise ValueError(f"priority(item, bins) must return one priority per bin, shape {bins.shape}; for {where} "
-                         f"(item {item:g}, {len(bins)} bins) it returned shape {scores.shape}")
-    if _helix_np.isnan(scores).any():
-        raise ValueError(f"priority(item, bins) returned NaN for {where} (item {item:g}, {len(bins)} bins); "
+    if scores.shape != shape:
+        raise ValueError(f"priority(item, bins) must return one priority per bin, shape {shape}; for {where}, item {i} "
+                         f"(item {item:g}, {shape[0]} bins) it returned shape {scores.shape}")
+    best = int(_helix_np.argmax(scores))
+    if scores[best] != scores[best]:  # argmax lands on the first NaN if there is one
+        raise ValueError(f"priority(item, bins) returned NaN for {where}, item {i} (item {item:g}, {shape[0]} bins); "
                          "return real numbers (guard divisions by zero)")
-    return scores
+    return best
 
 
-def _helix_pack(fn, items, capacity, where):
-    remaining = _helix_np.full(len(items), capacity)
-    assignment = []
-    for i, item in enumerate(items.tolist()):
-        valid = _helix_np.flatnonzero(remaining - item >= 0)
-        scores = _helix_scores(fn, item, remaining[valid], f"{where}, item {i}")
-        best = int(valid[int(_helix_np.argmax(scores))])
-        remaining[best] -= item
-        assignment.append(best)
-    return assignment
+def _helix_place(fn, instance, item):
+    """The index of the bin the program's priority puts ``item`` in, for one instance."""
+    remaining, i, where = instance["remaining"], instance["i"], instance["where"]
+    valid = _helix_np.flatnonzero(remaining >= item)  # remaining capacity >= item (exact: sums of integers)
+    best = int(valid[_helix_choice(fn, item, remaining[valid], where, i)])
+    remaining[best] -= item
+    instance["i"] = i + 1
+    return best
 
 
-def helix_online_binpack():
-    """Full evaluation: every instance of every data set, packed online with the program's priority."""
-    fn = _helix_priority()
-    capacity, sets = _helix_instances()
-    out = {}
-    with _helix_np.errstate(all="ignore"):
-        for name, instances in sets:
-            out[name] = [_helix_pack(fn, items, capacity, f"{name} instance {k}") for k, items in enumerate(instances)]
-    return out
+def helix_online_step(request):
+    """One round: the bin of each item of the request, in its order."""
+    if "open" in request:
+        _helix_fn[:] = [_helix_priority()]
+        _helix_open[:] = [{"where": str(o["name"]), "i": 0,
+                           "remaining": _helix_np.full(int(o["bins"]), float(o["capacity"]))} for o in request["open"]]
+        _helix_np.seterr(all="ignore")  # no warnings: a division by zero is the program's to handle (NaN is refused)
+    fn = _helix_fn[0]
+    return [_helix_place(fn, _helix_open[int(k)], float(size)) for k, size in request["items"]]

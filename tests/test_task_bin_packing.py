@@ -6,11 +6,13 @@ L1 <= L2 <= OPT with OPT found by exhaustive search on small instances. First fi
 implemented here from their textbook definitions (bins opened on demand, not the harness's
 pre-opened ones); the assignments the harness builds in the real sandbox with the corresponding
 priority functions must equal them item for item, and the verifier's excess must equal the one
-computed here. Hostile artefacts go to the verifier directly, hostile programs through the sandbox.
+computed here. Hostile artefacts go to the verifier directly, hostile programs through the sandbox
+(the online driver's own defences: tests/test_bin_packing_online*.py).
 
 Generated instances here vs FunSearch's Table 1 (excess over L2, %):
-  first fit  OR1-OR4 6.61 / 6.02 / 5.48 / 5.15 (paper 6.42 / 6.45 / 5.74 / 5.23), Weibull 5k 4.54 (4.23)
-  best fit   OR1-OR4 6.61 / 5.63 / 5.18 / 4.70 (paper 5.81 / 6.06 / 5.37 / 4.94), Weibull 5k 4.17 (3.98)
+  first fit  OR1-OR4 7.05 / 6.02 / 5.48 / 5.15 (paper 6.42 / 6.45 / 5.74 / 5.23), Weibull 5k 4.53 (4.23)
+  best fit   OR1-OR4 6.38 / 5.63 / 5.18 / 4.70 (paper 5.81 / 6.06 / 5.37 / 4.94), Weibull 5k 4.17 (3.98)
+(OR1 and Weibull 5k each hold one more instance of 120 items on which L2 > L1: tasks/bin_packing_data.py.)
 """
 
 import json
@@ -20,12 +22,13 @@ import random
 import numpy as np
 import pytest
 
+import tasks.bin_packing as tasks_bin_packing
 from rewards import Evaluator
 from rewards.sandbox import run_program
 from tasks import load_task
 from tasks.base import MAX_DATA_BYTES
-from tasks.bin_packing import PUBLISHED, l1_bound, l2_bound, reward_of
-from tasks.bin_packing_data import generate
+from tasks.bin_packing import PUBLISHED, Instances, l1_bound, l2_bound, reward_of
+from tasks.bin_packing_data import generate, read
 
 TASKS = ("bin_packing_or", "bin_packing_weibull")
 
@@ -136,12 +139,8 @@ def tasks():
 
 @pytest.fixture(scope="module")
 def data():
-    """{task: (capacity, {data set: instances x items})} from the shipped files."""
-    out = {}
-    for name in TASKS:
-        with np.load(load_task(name).folder / "data.npz", allow_pickle=False) as f:
-            out[name] = (int(f["capacity"]), {str(n): f[f"items_{n}"].astype(np.int64) for n in f["names"]})
-    return out
+    """{task: (capacity, {data set: [item sizes of each instance]})} from the shipped files."""
+    return {name: read(load_task(name).folder / "data.npz") for name in TASKS}
 
 
 @pytest.fixture(scope="module")
@@ -217,21 +216,21 @@ def test_l2_on_larger_random_instances_matches_the_definition():
 # ---- shipped data ------------------------------------------------------------------------------
 
 def test_shipped_data_equals_regeneration(tasks, data):
-    expect = {"bin_packing_or": (150, {"OR1": (5, 120), "OR2": (5, 250), "OR3": (5, 500), "OR4": (5, 1000)}),
-              "bin_packing_weibull": (100, {"Weibull5k": (5, 5000)})}
+    expect = {"bin_packing_or": (150, {"OR1": [120] * 6, "OR2": [250] * 5, "OR3": [500] * 5, "OR4": [1000] * 5}),
+              "bin_packing_weibull": (100, {"Weibull5k": [5000] * 5 + [120]})}
     for name, task in tasks.items():
-        assert [p.name for p in task.data_files] == ["data.npz"]
-        assert task.data_files[0].stat().st_size <= MAX_DATA_BYTES
+        assert task.data_files == ()  # the items stay with the driver, outside the sandbox
+        assert (task.folder / "data.npz").stat().st_size <= MAX_DATA_BYTES
         fresh = generate(name)
         with np.load(task.folder / "data.npz", allow_pickle=False) as shipped:
             assert sorted(shipped.files) == sorted(fresh)
             for key in fresh:
                 np.testing.assert_array_equal(shipped[key], fresh[key])
         capacity, sets = data[name]
-        assert (capacity, {k: v.shape for k, v in sets.items()}) == expect[name]
-    or_items = np.concatenate([a.ravel() for a in data["bin_packing_or"][1].values()])
+        assert (capacity, {k: [len(a) for a in v] for k, v in sets.items()}) == expect[name]
+    or_items = np.concatenate([a for v in data["bin_packing_or"][1].values() for a in v])
     assert or_items.min() == 20 and or_items.max() == 100 and abs(or_items.mean() - 60) < 1
-    weibull = data["bin_packing_weibull"][1]["Weibull5k"]
+    weibull = np.concatenate(data["bin_packing_weibull"][1]["Weibull5k"])
     # Weibull(scale 45, shape 3): mean 45 * Gamma(4/3) = 40.18, std 14.6 (standard error 0.09 here)
     assert weibull.min() >= 1 and weibull.max() <= 100 and abs(weibull.mean() - 45 * math.gamma(4 / 3)) < 0.4
 
@@ -252,9 +251,27 @@ def test_verifier_scores_first_and_best_fit_as_computed_here(tasks, references):
                 assert abs(100 * (used - bound) / bound - paper) < 1.0, (name, label, s)
     # the numbers in this module's docstring and in the task files
     ref = references["bin_packing_or"]["best_fit"]
-    assert [ref[s][1:] for s in ("OR1", "OR2", "OR3", "OR4")] == [(258, 242), (544, 515), (1055, 1003), (2095, 2001)]
-    assert references["bin_packing_weibull"]["best_fit"]["Weibull5k"][1:] == (10493, 10073)
-    assert references["bin_packing_weibull"]["first_fit"]["Weibull5k"][1:] == (10530, 10073)
+    assert [ref[s][1:] for s in ("OR1", "OR2", "OR3", "OR4")] == [(317, 298), (544, 515), (1055, 1003), (2095, 2001)]
+    assert references["bin_packing_weibull"]["best_fit"]["Weibull5k"][1:] == (10544, 10122)
+    assert references["bin_packing_weibull"]["first_fit"]["Weibull5k"][1:] == (10581, 10122)
+
+
+def test_every_family_holds_an_instance_where_l2_beats_l1(data):
+    """Else a wrong L2 would change no reward. Checked with the literal transcription of L2 above."""
+    for name, (capacity, sets) in data.items():
+        gaps = [(s, k) for s, instances in sets.items() for k, sizes in enumerate(instances)
+                if l2_by_definition(sizes, capacity) > l1_bound(sizes, capacity)]
+        assert gaps == {"bin_packing_or": [("OR1", 5)], "bin_packing_weibull": [("Weibull5k", 5)]}[name], (name, gaps)
+
+
+def test_replacing_l2_by_l1_changes_the_reward(tasks, references, monkeypatch):
+    """The best-fit packing (the starter's) scores differently once the verifier's L2 is L1: the data exercise L2."""
+    artefacts = {name: {s: [list(a) for a in v[0]] for s, v in references[name]["best_fit"].items()} for name in TASKS}
+    real = {name: tasks[name].verify(artefacts[name]).reward for name in TASKS}
+    monkeypatch.setattr(tasks_bin_packing, "l2_bound", l1_bound)
+    for name in TASKS:
+        weakened = tasks_bin_packing.verify_packing(Instances(tasks[name].folder), artefacts[name])
+        assert weakened.valid and weakened.reward < real[name] - 1e-3, (name, weakened.reward, real[name])
 
 
 def test_reward_is_a_monotone_transform_of_the_excess():
@@ -269,7 +286,7 @@ def test_reward_is_a_monotone_transform_of_the_excess():
 
 def test_task_files(tasks):
     for task in tasks.values():
-        assert task.entry_function == "priority" and task.run_entry == "helix_online_binpack"
+        assert task.entry_function == "priority" and task.run_entry == "helix_online_step" and callable(task.driver)
         assert "FunSearch" in task.best_known_source and "Table 1" in task.best_known_source
         assert "# EVOLVE-BLOCK-START" in task.initial_program and "# EVOLVE-BLOCK-END" in task.initial_program
         assert "return -(bins - item)" in task.initial_program  # best fit, FunSearch's starting point
@@ -281,14 +298,14 @@ def test_starter_is_best_fit_and_first_fit_is_first_fit_through_the_sandbox(task
     task = tasks[name]
     for code, label in ((task.initial_program, "best_fit"), (FIRST_FIT, "first_fit")):
         per_set = references[name][label]
-        out = run_program(code, task.run_entry, 30, task.memory_mb, harness=task.harness, files=task.data_files)
+        out = run_program(code, task.run_entry, 30, task.memory_mb, harness=task.harness, driver=task.driver)
         assert out.status == "ok", out.error
         assert out.value == {s: v[0] for s, v in per_set.items()}  # item for item
         result = run(task, code)
         assert result.valid and result.reward == pytest.approx(expected_reward(per_set), rel=1e-12), result.feedback
     starter = run(task, task.initial_program)
-    exact = {"bin_packing_or": 94.758721, "bin_packing_weibull": 95.997332}[name]
-    assert starter.reward == pytest.approx(exact, abs=1e-6)
+    exact = {"bin_packing_or": 94.811667411, "bin_packing_weibull": 95.997723824}[name]
+    assert starter.reward == pytest.approx(exact, abs=1e-9)
 
 
 def test_priority_sees_floats_and_every_fitting_bin_including_the_empty_ones(tasks, data):
@@ -304,7 +321,7 @@ def test_priority_sees_floats_and_every_fitting_bin_including_the_empty_ones(tas
     # worst fit takes the roomiest bin: with the empty bins offered, every item gets a bin of its own
     worst = run(task, "def priority(item, bins):\n    return bins\n")
     capacity, sets = data["bin_packing_or"]
-    excess = np.mean([(a.size - b) / b for a, b in
+    excess = np.mean([(sum(map(len, s)) - b) / b for s, b in
                       ((s, sum(l2_by_definition(i, capacity) for i in s)) for s in sets.values())])
     assert worst.valid and worst.reward == pytest.approx(100 / (1 + excess), rel=1e-12) and worst.reward < 50
 
@@ -313,8 +330,8 @@ def test_funsearch_weibull_heuristic_through_the_sandbox(tasks):
     """FunSearch's published Weibull heuristic relies on the harness's exact semantics (max(bins) is
     the capacity because the empty bins are offered; score[1:] -= score[:-1] uses the bin order)."""
     result = run(tasks["bin_packing_weibull"], FUNSEARCH_WEIBULL, timeout_s=60)
-    assert result.valid and result.metrics["bins_Weibull5k"] == 10150 and result.metrics["l2_Weibull5k"] == 10073
-    assert result.reward == pytest.approx(99.2414, abs=1e-4) and result.metrics["excess_pct"] < 1.0
+    assert result.valid and result.metrics["bins_Weibull5k"] == 10208 and result.metrics["l2_Weibull5k"] == 10122
+    assert result.reward == pytest.approx(99.15752351, abs=1e-8) and result.metrics["excess_pct"] < 1.0
 
 
 # ---- hostile artefacts -------------------------------------------------------------------------
@@ -359,8 +376,8 @@ def test_hostile_artefacts(tasks, good, data):
         (lambda b: b["OR2"][1].__setitem__(7, 10**40), "item 7 has bin a huge integer"),
         (lambda b: b.pop("OR3"), "data sets missing: ['OR3']"),
         (lambda b: b.__setitem__("score", 100.0), "unexpected: ['score']"),
-        (lambda b: b["OR1"].pop(), "OR1: got 4 instances, not a list of 5 instances"),
-        (lambda b: b.__setitem__("OR1", "all in bin 0"), "OR1: got str, not a list of 5 instances"),
+        (lambda b: b["OR1"].pop(), "OR1: got 5 instances, not a list of 6 instances"),
+        (lambda b: b.__setitem__("OR1", "all in bin 0"), "OR1: got str, not a list of 6 instances"),
         (lambda b: b["OR1"].__setitem__(2, {"bins": 1}), "OR1 instance 2: got dict, not a list of 120 bin indices"),
     ]
     for change, why in cases:
@@ -371,9 +388,9 @@ def test_hostile_artefacts(tasks, good, data):
     for bad in (None, [], 94.0, "reward 100", {"reward": 100.0, "valid": True}):
         assert not task.verify(bad).valid
     # every item in bin 0, and one item per bin: the first is overfilled, the second valid and poor
-    all_in_one = {s: [[0] * a.shape[1]] * a.shape[0] for s, a in data["bin_packing_or"][1].items()}
+    all_in_one = {s: [[0] * len(a) for a in v] for s, v in data["bin_packing_or"][1].items()}
     assert "bin 0 holds" in task.verify(all_in_one).feedback
-    alone = {s: [list(range(a.shape[1]))] * a.shape[0] for s, a in data["bin_packing_or"][1].items()}
+    alone = {s: [list(range(len(a))) for a in v] for s, v in data["bin_packing_or"][1].items()}
     verdict = task.verify(alone)
     assert verdict.valid and verdict.reward < 50 and verdict.metrics["bins_OR4"] == 5000
 
@@ -408,9 +425,10 @@ def test_programs_that_fake_the_harness_or_break_it_earn_nothing_extra(tasks, da
             "def priority(item, bins):\n    print('excess 0.0%, reward 100')\n    return -(bins - item)\n")
     result = run(task, fake)
     assert result.valid and result.reward == starter, result.feedback
-    # patching numpy so that every bin looks like a fit: the harness overfills, the verifier rejects it
+    # patching numpy so that every bin looks like a fit: the harness picks a full bin, the driver refuses it
     patched = ("import numpy as np\n_flat = np.flatnonzero\n"
                "np.flatnonzero = lambda a: _flat(np.ones_like(a))\n\n"
                "def priority(item, bins):\n    return -(bins - item)\n")
     result = run(task, patched)
-    assert not result.valid and result.reward == 0 and "> capacity 150" in result.feedback, result.feedback
+    assert not result.valid and result.reward == 0 and result.status == "bad_output", result.feedback
+    assert "too little; an item only goes into a bin with room for it" in result.feedback, result.feedback
