@@ -1,5 +1,5 @@
 """A child: one completion turned into a program (or not), typed from the moment its edit is
-applied (train.children) to the moment the archive stores it (population.archive)."""
+applied (train.loop.children) to the moment the archive stores it (population.archive)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Which programs an operator shows beside its parent (rollout.operators): crossover's second
 parent and best-shot's versions. Pure functions of P_t's ids and tags (islands; -1: none), so the
-rules can be checked by hand; train.evolution.Evolution feeds them from the archive."""
+rules can be checked by hand; train.loop.evolution.Evolution feeds them from the archive."""
 
 from __future__ import annotations
 

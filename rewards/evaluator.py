@@ -28,6 +28,15 @@ STATUSES = ("ok", "invalid", "error", "timeout", "crash", "bad_output", "infra")
 
 @dataclass(frozen=True)
 class Evaluation:
+    """What the evaluator reports for one program: the trusted reward and feedback, how long it ran,
+    and how the run ended (``status``). Not ``tasks.base.Verdict`` plus two fields, for two reasons.
+    It is a different thing: a Verdict is what a task's verifier returns about an artefact, as the
+    task author wrote it; most Evaluations (timeouts, crashes, bad output, infra failures, stage-1
+    rejections) have no verdict at all, and where there is one it is normalised here (reward 0 unless
+    valid, float metrics, bounded feedback with the timing note). And rewards/ imports no other
+    HELIX package: a Ray worker gets only this package (rewards/ray_eval.py ships it by value), and
+    importing ``rewards`` there runs this module, so a ``tasks`` import here would fail on every worker."""
+
     reward: float
     valid: bool
     feedback: str

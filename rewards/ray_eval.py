@@ -12,7 +12,7 @@ Faults: a worker process that dies, or a node that is lost, mid-evaluation is a 
 Ray runs the task once more (``max_retries=1``) on a live worker. If that fails too, or the result
 does not arrive within twice the program's limit plus a margin (a hung node), ``run`` raises
 ``InfraError`` and the evaluator records the child with status ``infra``: not the program's fault,
-so it is left out of its GRPO group and of selection (see train.children).
+so it is left out of its GRPO group and of selection (see train.loop.children).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ are retried with exponential backoff; other HTTP errors fail at once with the se
 
 Before a run loads or writes anything, ``preflight`` asks the endpoint for its models
 (``GET {base_url}/models``, ``CHECK_TIMEOUT_S``): an unreachable server, a rejected key or a model
-the server does not serve is one line naming the URL, and an empty ``openai_model`` becomes the
+the server does not serve is one line naming the URL, and an empty ``openai.model`` becomes the
 server's model when it serves exactly one.
 """
 
@@ -36,7 +36,7 @@ from rollout.engine_api import Completion, OnBatch, SamplingParams, Weights, par
 
 RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
 CHECK_TIMEOUT_S = 5.0  # the endpoint check before a run: an answer to GET /models is immediate
-NO_SERVER_HINT = "; start one (.venv/bin/python scripts/serve.py RUN_DIR) or set rollout.openai_base_url"
+NO_SERVER_HINT = "; start one (.venv/bin/python scripts/serve.py RUN_DIR) or set rollout.openai.base_url"
 
 
 class EndpointError(RuntimeError):
@@ -52,7 +52,7 @@ def served_models(base_url: str, api_key: str | None = None, timeout_s: float = 
     Anything else that is not a list of models raises EndpointError naming the URL."""
     url = _models_url(base_url)
     if not base_url.startswith(("http://", "https://")):
-        raise EndpointError(f"rollout.openai_base_url = {base_url!r} is not an http(s) URL (e.g. http://127.0.0.1:8000/v1)")
+        raise EndpointError(f"rollout.openai.base_url = {base_url!r} is not an http(s) URL (e.g. http://127.0.0.1:8000/v1)")
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
         with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout_s) as response:
@@ -61,7 +61,7 @@ def served_models(base_url: str, api_key: str | None = None, timeout_s: float = 
         if exc.code == 404:
             return None
         detail = " ".join(exc.read()[:200].decode(errors="replace").split())
-        hint = " (check the API key in the variable rollout.openai_api_key_env names)" if exc.code in (401, 403) else ""
+        hint = " (check the API key in the variable rollout.openai.api_key_env names)" if exc.code in (401, 403) else ""
         raise EndpointError(f"GET {url} answered HTTP {exc.code}{hint}: {detail}") from None
     except (TimeoutError, socket.timeout):
         raise EndpointError(f"GET {url}: no answer within {timeout_s:g} s") from None
@@ -80,7 +80,7 @@ def served_models(base_url: str, api_key: str | None = None, timeout_s: float = 
 
 
 def resolve_model(base_url: str, configured: str, fallback: str, served: list[str] | None) -> str:
-    """The model name to request: ``configured`` (rollout.openai_model) when the server serves it;
+    """The model name to request: ``configured`` (rollout.openai.model) when the server serves it;
     when it is empty, the server's only model, else ``fallback`` (model.policy) if served."""
     url = _models_url(base_url)
     if served is None:  # the server cannot list its models: trust the configuration
@@ -88,13 +88,13 @@ def resolve_model(base_url: str, configured: str, fallback: str, served: list[st
     listed = ", ".join(repr(m) for m in served) or "none"
     if configured:
         if configured not in served:
-            raise EndpointError(f"{url} does not serve rollout.openai_model = {configured!r}; it serves {listed}")
+            raise EndpointError(f"{url} does not serve rollout.openai.model = {configured!r}; it serves {listed}")
         return configured
     if len(served) == 1:
         return served[0]
     if fallback in served:
         return fallback
-    raise EndpointError(f"{url} serves {listed}: set rollout.openai_model to the one to sample from")
+    raise EndpointError(f"{url} serves {listed}: set rollout.openai.model to the one to sample from")
 
 
 @register_engine("openai")
@@ -121,17 +121,17 @@ class OpenAIEngine:
     @classmethod
     def from_config(cls, rollout, tokenizer=None, model_name: str = "", **_):
         r = rollout
-        return cls(tokenizer, r.openai_base_url, r.openai_model or model_name,
-                   api_key=os.environ.get(r.openai_api_key_env) or None, timeout_s=r.openai_timeout_s,
-                   max_retries=r.openai_max_retries, stop=parse_stop(r.stop), seeded=r.seeded)
+        return cls(tokenizer, r.openai.base_url, r.openai.model or model_name,
+                   api_key=os.environ.get(r.openai.api_key_env) or None, timeout_s=r.openai.timeout_s,
+                   max_retries=r.openai.max_retries, stop=parse_stop(r.stop), seeded=r.seeded)
 
     @classmethod
     def preflight(cls, rollout, model_name: str = "", **_) -> None:
-        """Check the endpoint before the run loads or writes anything; pin ``rollout.openai_model`` to
+        """Check the endpoint before the run loads or writes anything; pin ``rollout.openai.model`` to
         the served model it resolves (see ``resolve_model``). Raises EndpointError (one line)."""
-        api_key = os.environ.get(rollout.openai_api_key_env) or None
-        served = served_models(rollout.openai_base_url, api_key)
-        rollout.openai_model = resolve_model(rollout.openai_base_url, rollout.openai_model, model_name, served)
+        api_key = os.environ.get(rollout.openai.api_key_env) or None
+        served = served_models(rollout.openai.base_url, api_key)
+        rollout.openai.model = resolve_model(rollout.openai.base_url, rollout.openai.model, model_name, served)
 
     def sync_weights(self, weights: Weights) -> None:
         raise RuntimeError("rollout.engine=openai serves a frozen policy: there are no weights to sync "

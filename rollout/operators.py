@@ -5,7 +5,7 @@
   that replaces the parent whole.
 * ``crossover`` (BES): two parents from different lineages, shown with their rewards and
   feedback; the answer is one program that combines them. The trainer picks the second parent
-  (train.evolution.Evolution.mate); the archive records both.
+  (train.loop.evolution.Evolution.mate); the archive records both.
 * ``best_shot`` (FunSearch): the best programs of the parent's island, their entry functions
   shown as versions ``{entry}_v0 .. {entry}_v{k-1}`` sorted by score; the answer is
   ``{entry}_v{k}``, renamed back to the entry function and put in place of the parent's.

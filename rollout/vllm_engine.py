@@ -2,7 +2,7 @@
 
 Single process: a plain in-process engine (``VLLM_ENABLE_V1_MULTIPROCESSING=0``). Under torchrun:
 ``distributed_executor_backend="external_launcher"``, reusing the trainer's process group; with
-``vllm_tp`` < world the ranks form data-parallel groups of tp ranks each. The ranks of one
+``vllm.tp`` < world the ranks form data-parallel groups of tp ranks each. The ranks of one
 tensor-parallel group run one model together, so they must submit the same requests: each rank
 gathers its group's prompts, all generate the union, and each keeps its own. Weights arrive after
 every optimizer step as a full HF-named state (see rollout.engine_api) and are reloaded in place
@@ -102,7 +102,7 @@ class VLLMEngine:
         if dtype not in _DTYPES:
             raise ValueError(f"vllm dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
         if tp < 1 or world % tp:
-            raise ValueError(f"rollout.vllm_tp = {tp} must be >= 1 and divide the number of ranks ({world})")
+            raise ValueError(f"rollout.vllm.tp = {tp} must be >= 1 and divide the number of ranks ({world})")
         workspace = Path(workspace or Path.home() / ".cache" / "helix" / "vllm-workspace")
         workspace.mkdir(parents=True, exist_ok=True)
         _prepare_env(workspace, int(os.environ.get("LOCAL_WORLD_SIZE", world)))
@@ -116,7 +116,7 @@ class VLLMEngine:
         self.progress = progress
         self.sleep_level = sleep_level
         if sleep_level and not current_platform.is_sleep_mode_available():
-            warnings.warn(f"rollout.vllm_sleep_level={sleep_level}: sleep mode is not available on the "
+            warnings.warn(f"rollout.vllm.sleep_level={sleep_level}: sleep mode is not available on the "
                           f"{current_platform.device_name} platform (GPU only); running without it.", stacklevel=2)
             self.sleep_level = 0
         kwargs = dict(model=str(model_dir), tokenizer=str(model_dir), dtype=dtype, enforce_eager=enforce_eager, seed=seed,
@@ -149,12 +149,12 @@ class VLLMEngine:
         r = rollout
         rank, world = (info.rank, info.world) if info is not None else (0, 1)
         root = Path(cache_dir) if cache_dir is not None else Path.home() / ".cache" / "helix"
-        workspace = Path(r.vllm_workspace) if r.vllm_workspace else root / "vllm-workspace"
+        workspace = Path(r.vllm.workspace) if r.vllm.workspace else root / "vllm-workspace"
         model_dir = model_directory(model_path, model, tokenizer, workspace, seed, rank)
-        return cls(model_dir, tp=r.vllm_tp, dtype=dtype if r.vllm_dtype == "auto" else r.vllm_dtype,
-                   enforce_eager=r.vllm_enforce_eager, gpu_memory_utilization=r.vllm_gpu_memory_utilization,
-                   kv_cache_gb=r.vllm_kv_cache_gb, max_model_len=r.vllm_max_model_len or r.max_prompt_tokens + r.max_new_tokens,
-                   seed=seed, prefix_caching=r.vllm_prefix_caching, sleep_level=r.vllm_sleep_level,
+        return cls(model_dir, tp=r.vllm.tp, dtype=dtype if r.vllm.dtype == "auto" else r.vllm.dtype,
+                   enforce_eager=r.vllm.enforce_eager, gpu_memory_utilization=r.vllm.gpu_memory_utilization,
+                   kv_cache_gb=r.vllm.kv_cache_gb, max_model_len=r.vllm.max_model_len or r.max_prompt_tokens + r.max_new_tokens,
+                   seed=seed, prefix_caching=r.vllm.prefix_caching, sleep_level=r.vllm.sleep_level,
                    workspace=workspace, world=world, stop=parse_stop(r.stop), seeded=r.seeded, progress=progress,
                    batch_size=r.batch_size)
 
@@ -177,7 +177,7 @@ class VLLMEngine:
     def generate(self, prompts: list[list[int]], params: SamplingParams,
                  on_batch: OnBatch | None = None) -> list[list[Completion]]:
         if self.weights_stale:
-            raise RuntimeError("rollout.vllm_sleep_level=2 discarded the engine's weights after the last generate and no "
+            raise RuntimeError("rollout.vllm.sleep_level=2 discarded the engine's weights after the last generate and no "
                                "sync_weights came since; level 2 needs a sync every step (use level 1 for EvoOnly)")
         if self.asleep:
             self._wake(["kv_cache"])

@@ -73,14 +73,14 @@ def _as_yaml(value) -> str:
 
 
 def variant_overrides(variant: str) -> list[str]:
-    """The variant as dotted overrides for train/helix.py (and train.config.load_config)."""
+    """The variant as dotted overrides for train/helix.py (and train.loop.config.load_config)."""
     return [f"{key}={_as_yaml(value)}" for key, value in variant_settings(variant).items()]
 
 
 def unchanged_by(config: Path, variants: list[str], overrides: list[str]) -> dict[str, list[str]]:
     """For each variant that leaves the config (with overrides) exactly as it is, its settings: it would repeat
     helix. Loading every variant also validates it on this config now, not hours later when its turn comes."""
-    from train.config import load_config, to_dict
+    from train.loop.config import load_config, to_dict
 
     base = to_dict(load_config(config, overrides))
     same = {}
@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown variant(s) {unknown}; available (configs/ablations/): {', '.join(available)}")
     try:
         same = unchanged_by(config, variants, args.overrides)
-    except ValueError as err:  # train.config.ConfigError is one
+    except ValueError as err:  # train.loop.config.ConfigError is one
         parser.error(f"config error: {err}")
     for variant, settings in same.items():
         why = f"variant {variant} ({' '.join(settings)}) leaves {label} unchanged: it would repeat helix"

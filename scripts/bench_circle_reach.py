@@ -19,7 +19,7 @@ import numpy as np
 
 from rewards import Evaluator
 from tasks import load_task
-from train.warm_start_data import _numbers  # the literals the warm start's numeric edit may change
+from train.warm_start.data import _numbers  # the literals the warm start's numeric edit may change
 
 LP_RADII = '''def compute_max_radii(centers):
     """Radii maximising their sum subject to no overlap and staying inside the square (an LP)."""

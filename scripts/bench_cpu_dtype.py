@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from train.warm_start import cpu_has_native_bf16
+from train.warm_start.build import cpu_has_native_bf16
 
 
 def _median_s(fn, repeats: int) -> float:

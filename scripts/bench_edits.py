@@ -24,8 +24,8 @@ def prompts_and_parents(cfg, tokenizer, evaluator, task):
     import numpy as np
 
     from rollout.prompts import PromptBuilder
-    from train.warm_start import Program
-    from train.warm_start_data import mutate
+    from train.warm_start.build import Program
+    from train.warm_start.data import mutate
 
     builder = PromptBuilder(tokenizer, task.prompt_description(cfg.rollout.description), task.entry_function,
                             evaluator.timeout_s, cfg.rollout.max_prompt_tokens, cfg.rollout.n_ancestors,
@@ -47,16 +47,13 @@ def prompts_and_parents(cfg, tokenizer, evaluator, task):
 def score(groups, parents, evaluator, task) -> dict:
     """Counts over all completions, and the reward spread per group, classified by the loop's own
     ``evaluate_children`` (failed edit, unchanged child, sandboxed program)."""
-    from types import SimpleNamespace
-
     import numpy as np
 
     from rollout.edits import extract_answer, parse_edits
-    from train.children import evaluate_children
-    from train.epoch_loop import plain
+    from train.loop.children import Job, evaluate_children
 
-    jobs = [SimpleNamespace(parent_id=i, parent_code=p.code, index=i, tag=-1) for i, p in enumerate(parents)]
-    rows = evaluate_children(task, evaluator, jobs, plain(groups), epoch=0, progress=False)
+    jobs = [Job(i, i, p.code, []) for i, p in enumerate(parents)]
+    rows = evaluate_children(task, evaluator, jobs, groups, epoch=0, progress=False)
     completions = [c for group in groups for c in group]
     owners = [parents[i] for i, group in enumerate(groups) for _ in group]
     applied = [not r.metrics.get("edit_failed") for r in rows]
@@ -82,14 +79,14 @@ def main(argv=None) -> None:
     from rollout.engine_api import SamplingParams
     from rollout.vllm_engine import VLLMEngine
     from tasks import load_task
-    from train.config import load_config
-    from train.models import load_policy, resolve_policy_path
-    from train.warm_start import ensure_warm_start
+    from train.learner.models import load_policy, resolve_policy_path
+    from train.loop.config import load_config, warm_start_inputs
+    from train.warm_start.build import ensure_warm_start
 
     cfg = load_config(args.config, ["warm_start.enabled=true"])
     task = load_task(cfg.task.name)
     evaluator = Evaluator(task, workers=None, timeout_s=cfg.task.timeout_s, memory_mb=cfg.task.memory_mb)
-    warm_dir = ensure_warm_start(cfg)
+    warm_dir = ensure_warm_start(warm_start_inputs(cfg))
     cold, tokenizer = load_policy(cfg.model.policy, "float32", cfg.model.cache_dir)
     built = prompts_and_parents(cfg, tokenizer, evaluator, task)
     prompts, parents = [p.token_ids for p, _ in built], [q for _, q in built]

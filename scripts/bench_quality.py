@@ -22,7 +22,7 @@ VARIANTS = ["helix", "evo_only", "train_only", "best_of_n"]
 # Smaller than the paper on purpose: 2 cores must finish 2 tasks x 4 variants x 3 seeds.
 # Generation with the in-process vllm engine (bf16), about 6x the hf engine's tokens/s on CPU.
 CPU_SCALE = ["rollout.max_new_tokens=128", "rollout.group_size=4", "trainer.prompts_per_epoch=2",
-             "rollout.engine=vllm", "rollout.vllm_dtype=bfloat16"]
+             "rollout.engine=vllm", "rollout.vllm.dtype=bfloat16"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -72,7 +72,7 @@ def timed(fn, repeats: int) -> tuple[float, int]:
 
 def run_vllm(args) -> dict:
     from rollout.vllm_engine import VLLMEngine
-    from train.models import cache_root, load_policy, resolve_policy_path
+    from train.learner.models import cache_root, load_policy, resolve_policy_path
 
     model_dir = resolve_policy_path(args.model)
     model, tokenizer = load_policy(args.model, "float32")
@@ -112,7 +112,7 @@ def run_hf(args) -> dict:
     import torch
 
     from rollout.hf_engine import HFEngine
-    from train.models import load_policy
+    from train.learner.models import load_policy
 
     torch.set_num_threads(args.threads)
     model, tokenizer = load_policy(args.model, {"bfloat16": "bfloat16"}.get(args.dtype, "float32"))

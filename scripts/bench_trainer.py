@@ -89,9 +89,9 @@ class RssSampler:
 
 def ours(args, model, tokenizer, batch, shared_prefix: bool = True):
     """Returns a step function giving (loss, grad norm); ``shared_prefix`` is trainer.shared_prefix."""
-    from train.config import TrainerConfig
-    from train.distributed import DistInfo
-    from train.learner import Learner, Sample
+    from train.learner.config import TrainerConfig
+    from train.learner.distributed import DistInfo
+    from train.learner.learner import Learner, Sample
 
     prompts, completions, rewards, groups = batch
     samples = [Sample(p.tolist(), c.tolist(), float(r), int(g)) for p, c, r, g in zip(prompts, completions, rewards, groups)]
@@ -156,7 +156,7 @@ def trl(args, model, tokenizer, batch):
 
 def child(args) -> dict:
     """Run one implementation: warm up, then time ``repeats`` steps on the same batch."""
-    from train.models import load_policy
+    from train.learner.models import load_policy
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)

@@ -77,7 +77,7 @@ def build_model(shape: str, seed: int):
 
 def random_batch(args, vocab: int, rank: int):
     """This rank's sequences: random tokens, groups of ``group_size`` with two different rewards each."""
-    from train.learner import Sample
+    from train.learner.learner import Sample
 
     gen = torch.Generator().manual_seed(args.seed * 1000 + rank)
     per_rank = args.sequences_per_rank // args.group_size
@@ -114,10 +114,10 @@ def main(argv=None) -> dict:
     if args.group_size < 2:
         ap.error("--group-size must be >= 2 (one sample per group has no advantage to learn from)")
 
-    from train.backends import needs_process_group
-    from train.config import TrainerConfig
-    from train.distributed import all_reduce_max, init_distributed, shutdown
-    from train.learner import Learner
+    from train.learner.backends import needs_process_group
+    from train.learner.config import TrainerConfig
+    from train.learner.distributed import all_reduce_max, init_distributed, shutdown
+    from train.learner.learner import Learner
 
     info = init_distributed(single_process_group=needs_process_group(args.strategy))
     model = build_model(args.shape, args.seed)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from report_data import ReadOnlyArchive
 
-# (key, label), in the order a child is classified: the loop's own markers first (train/children.py).
+# (key, label), in the order a child is classified: the loop's own markers first (train/loop/children.py).
 OUTCOMES = (("edit_failed", "edit did not apply"), ("unchanged", "unchanged"), ("repeat", "repeat, not run"),
             ("valid", "valid"), ("ran_failed", "ran and failed"))
 
@@ -48,7 +48,7 @@ class ChildOutcomes:
 
 def outcome(metrics: dict, valid: bool) -> str:
     """A child's OUTCOMES key. Every program that ran has ``status_ok`` in its metrics
-    (train/children.py), so a repeat that ran (evolution.repeats: score) is classified by its run."""
+    (train/loop/children.py), so a repeat that ran (evolution.repeats: score) is classified by its run."""
     for key in ("edit_failed", "unchanged"):
         if metrics.get(key):
             return key

@@ -106,7 +106,7 @@ def cores_needed_waves(children: int, s_per_child: float, gen_s: float) -> int |
 def checkpoint_bytes_per_param(strategy: str, model_dtype: str, bf16: bool) -> tuple[float, str]:
     """Bytes a checkpoint holds per parameter, and why, for what the backends save: the weights in
     the dtype the learner holds them, and torch AdamW's m and v in the same dtype. fsdp2 with
-    trainer.bf16 holds fp32 master weights whatever model.dtype loaded (train.backend_torch casts
+    trainer.bf16 holds fp32 master weights whatever model.dtype loaded (train.learner.backend_torch casts
     its shards after sharding). DeepSpeed with bf16 keeps fp32 master weights and fp32 Adam state
     beside the bf16 weights."""
     if strategy == "deepspeed" and bf16:
@@ -306,7 +306,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from train.config import ConfigError, load_config
+    from train.loop.config import ConfigError, load_config
 
     try:
         cfg = load_config(args.config, args.overrides)

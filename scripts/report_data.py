@@ -28,7 +28,7 @@ SUMMARY_KEYS = (("task", "name"), ("model", "policy"), ("rollout", "engine"), ("
                 ("trainer", "prompts_per_epoch"), ("trainer", "lr"), ("trainer", "kl_coef"),
                 ("population", "enabled"), ("population", "size"), ("population", "knn_k"),
                 ("selection", "strategy"), ("run", "name"), ("run", "seed"))
-DEFAULT_KNN_K = 5  # train.config.PopulationConfig's default, for a run without config.yaml
+DEFAULT_KNN_K = 5  # population.config.PopulationConfig's default, for a run without config.yaml
 
 
 class RunDirError(ValueError):

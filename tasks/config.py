@@ -1,23 +1,20 @@
 """The ``task:`` config section: which task, and the evaluator's limits for it. A field's range
-rule sits in its metadata (``rule``: predicate, what it must be); train.config checks them."""
+sits in its annotation (``Annotated[float, "> 0"]``; None skips it); train's config loader checks
+every bound at load, so this package needs no validator of its own."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal, Optional
-
-
-def _rule(default, ok, text: str):
-    return field(default=default, metadata={"rule": (ok, text)})
+from dataclasses import dataclass
+from typing import Annotated, Literal, Optional
 
 
 @dataclass
 class TaskConfig:
     name: str = "circle_packing_26"  # a folder under tasks/
     # None: the task's own limit (paper: 60 s for circle packing)
-    timeout_s: Optional[float] = _rule(None, lambda v: v is None or v > 0, "must be > 0")
-    memory_mb: Optional[int] = _rule(None, lambda v: v is None or v >= 64, "must be >= 64")
-    eval_workers: int = _rule(0, lambda v: v >= 0, "must be >= 0")  # 0: one per CPU core
+    timeout_s: Annotated[Optional[float], "> 0"] = None
+    memory_mb: Annotated[Optional[int], ">= 64"] = None
+    eval_workers: Annotated[int, ">= 0"] = 0  # 0: one per CPU core
     # local: a sandbox per program on this machine. ray: each program runs in the same sandbox on a
     # Ray cluster's worker (bash scripts/setup.sh --ray; README: Evaluation on a Ray cluster)
     eval_backend: Literal["local", "ray"] = "local"

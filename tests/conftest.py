@@ -34,14 +34,14 @@ def load_script(name: str):
 @pytest.fixture(scope="session")
 def tokenizer():
     """SmolLM2's tokenizer (the embedded model is converted once and cached)."""
-    from train.models import load_tokenizer
+    from train.learner.models import load_tokenizer
 
     return load_tokenizer("tiny-random")
 
 
 @pytest.fixture()
 def tiny_model(tokenizer):
-    from train.models import load_policy
+    from train.learner.models import load_policy
 
     model, _ = load_policy("tiny-random", seed=0)
     return model

@@ -60,7 +60,7 @@ def _fake_helix(calls):
 def test_any_task_config_gets_every_variant_with_no_files_of_its_own(tmp_path, monkeypatch):
     """keane_bump_20 has configs/keane_bump_20.yaml and nothing under configs/ablations/: each run is that config
     plus the variant's setting(s) as dotted overrides (last, so they hold), and resolves to exactly that."""
-    from train.config import load_config, to_dict
+    from train.loop.config import load_config, to_dict
 
     calls = []
     monkeypatch.setattr(ablate.subprocess, "run", _fake_helix(calls))

@@ -1,6 +1,11 @@
 """The package graph points one way (README "Layout"): train/ uses rollout/, population/, rewards/
 and tasks/; none of them imports train/, rollout/ uses only tasks/, and no two modules import each
-other, directly or around a longer loop. Imports inside functions count too."""
+other, directly or around a longer loop. Imports inside functions count too.
+
+Inside train/ the rooms have walls: the learner (train/learner/) imports no other HELIX package and
+no other room, so the GRPO update can be read, tested and reused alone; the run (train/loop/) is
+imported by no module but the entry points; the warm start (train/warm_start/) is built from its
+explicit inputs and reaches into the run room only from its command line (``__main__``)."""
 
 import ast
 from pathlib import Path
@@ -12,12 +17,23 @@ ALLOWED = {"train": {"rollout", "population", "rewards", "tasks"}, "rollout": {"
            "population": set(), "rewards": set(), "tasks": set()}
 
 
+ROOMS = ("train.learner", "train.loop", "train.warm_start")
+# The only modules that may import the run room (besides the room itself): the commands.
+ENTRY_POINTS = {"train.helix", "train.warm_start.__main__"}
+
+
 def modules() -> dict[str, Path]:
+    """Every module of the packages, subpackages included (a package's ``__init__`` is the package)."""
     found = {}
     for package in PACKAGES:
-        for path in (REPO / package).glob("*.py"):
-            found[package if path.stem == "__init__" else f"{package}.{path.stem}"] = path
+        for path in (REPO / package).rglob("*.py"):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return found
+
+
+def room(module: str) -> str | None:
+    return next((r for r in ROOMS if module == r or module.startswith(r + ".")), None)
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -71,8 +87,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_graph_sees_the_imports_it_should():
     graph = import_graph()
     assert len(graph) > 50
-    assert {"rollout.engine_api", "population.archive", "rewards.evaluator", "tasks.base"} <= graph["train.epoch_loop"] | {
-        t for m in graph["train.epoch_loop"] for t in graph[m]}
+    assert {"rollout.engine_api", "population.archive", "rewards.evaluator", "tasks.base"} <= graph["train.loop.epoch_loop"] | {
+        t for m in graph["train.loop.epoch_loop"] for t in graph[m]}
     assert "rewards.fs_jail" in graph["rewards.sandbox"] and "rewards" not in graph["rewards.sandbox"]
 
 
@@ -80,6 +96,23 @@ def test_no_package_imports_one_it_may_not():
     wrong = sorted((m, t) for m, targets in import_graph().items() for t in targets
                    if t.split(".")[0] != m.split(".")[0] and t.split(".")[0] not in ALLOWED[m.split(".")[0]])
     assert wrong == []
+
+
+def test_the_learner_room_imports_nothing_outside_itself():
+    wrong = sorted((m, t) for m, targets in import_graph().items() if room(m) == "train.learner"
+                   for t in targets if room(t) != "train.learner")
+    assert wrong == []
+
+
+def test_only_the_entry_points_import_the_run_room():
+    wrong = sorted((m, t) for m, targets in import_graph().items() for t in targets
+                   if room(t) == "train.loop" and room(m) != "train.loop" and m not in ENTRY_POINTS)
+    assert wrong == []
+
+
+def test_every_train_module_lives_in_a_room_or_is_an_entry_point():
+    loose = sorted(m for m in modules() if m.startswith("train.") and room(m) is None and m not in ENTRY_POINTS)
+    assert loose == []
 
 
 def test_no_import_cycles():

@@ -4,11 +4,11 @@ place, and the Learner drives training only through the Backend interface."""
 import pytest
 import torch
 
-from train.backend_torch import LocalBackend
-from train.backends import BACKENDS, Backend, backend_class, make_backend, needs_process_group, register_backend, resolve_strategy
-from train.config import TrainerConfig
-from train.distributed import DistInfo
-from train.learner import Learner, Sample
+from train.learner.backend_torch import LocalBackend
+from train.learner.backends import BACKENDS, Backend, backend_class, make_backend, needs_process_group, register_backend, resolve_strategy
+from train.learner.config import TrainerConfig
+from train.learner.distributed import DistInfo
+from train.learner.learner import Learner, Sample
 
 BUILT_IN = ("none", "ddp", "fsdp2", "deepspeed")
 

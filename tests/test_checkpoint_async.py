@@ -15,14 +15,14 @@ import pytest
 import torch
 from test_learner import _learner, samples
 
-from train.checkpoint import checkpoint_dirs, latest_checkpoint, load_checkpoint, save_checkpoint
-from train.distributed import DistInfo
+from train.learner.distributed import DistInfo
+from train.loop.checkpoint import checkpoint_dirs, latest_checkpoint, load_checkpoint, save_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 class _Evolution:
-    """What save_checkpoint needs of train.evolution.Evolution."""
+    """What save_checkpoint needs of train.loop.evolution.Evolution."""
 
     def state_dict(self):
         return {"archive/max_id": np.asarray(7), "pool/reward": np.array([1.8365015544609251, 0.5])}
@@ -83,9 +83,9 @@ import os, signal, sys
 from concurrent.futures import Future
 os.environ["HF_HUB_OFFLINE"] = "1"
 sys.path[:0] = [{root!r}, {tests!r}]
-from train.checkpoint import save_checkpoint
-from train.distributed import DistInfo
-from train.models import load_policy
+from train.loop.checkpoint import save_checkpoint
+from train.learner.distributed import DistInfo
+from train.learner.models import load_policy
 from test_learner import _learner, samples
 from test_checkpoint_async import _Evolution
 
@@ -135,8 +135,8 @@ def test_bench_checkpoint_runs_both_modes_through_the_loop(capsys):
 def test_an_error_in_the_loop_lets_the_checkpoint_in_flight_finish(tmp_path, monkeypatch):
     """An exception (or Ctrl-C) right after an asynchronous checkpoint was started: the write is
     finished and renamed before the error leaves the loop, so --resume starts from that epoch."""
-    from train import run_dir
     from train.helix import main
+    from train.loop import run_dir
 
     class Killed(Exception):
         pass

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from train.config import ConfigError, load_config, to_dict
+from train.loop.config import ConfigError, HelixConfig, load_config, to_dict
+from train.loop.schema import flatten
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import ablate
@@ -31,14 +32,22 @@ def _ids(paths):
     return [str(p.relative_to(CONFIGS)) for p in paths]
 
 
-def _leaves(d: dict) -> dict:
-    """{"section.key": value}: a mapping-valued setting (evolution.operators) is one setting."""
-    return {f"{section}.{key}": v for section, values in d.items() for key, v in values.items()}
+SETTINGS = set(flatten(HelixConfig()))  # "rollout.vllm.tp", "evolution.operators", ...
+
+
+def _leaves(d: dict, prefix: str = "") -> dict:
+    """{"section.key": value} of a YAML mapping, nested sections too ("rollout.vllm.tp"); a
+    mapping-valued setting (evolution.operators) is one setting."""
+    out = {}
+    for key, v in d.items():
+        dotted = f"{prefix}{key}"
+        out.update(_leaves(v, dotted + ".") if isinstance(v, dict) and dotted not in SETTINGS else {dotted: v})
+    return out
 
 
 @functools.cache
 def _resolved(path: Path, overrides: tuple[str, ...] = ()) -> dict:
-    return _leaves(to_dict(load_config(path, list(overrides))))
+    return flatten(load_config(path, list(overrides)))
 
 
 def _bases(path: Path) -> list[Path]:
@@ -89,10 +98,10 @@ def test_every_base_has_children(base):
 
 def test_paper_configs_differ_only_in_task_and_model_size():
     """The paper-scale configs are the paper base plus the task: the six differ in task.name / task.timeout_s
-    and model.policy / rollout.vllm_tp (14b vs 32b) only."""
+    and model.policy / rollout.vllm.tp (14b vs 32b) only."""
     paper = [p for p in RUNNABLE if p.stem.endswith(("_14b", "_32b"))]
     assert len(paper) >= 6
-    allowed = {"task.name", "task.timeout_s", "model.policy", "rollout.vllm_tp"}
+    allowed = {"task.name", "task.timeout_s", "model.policy", "rollout.vllm.tp"}
     first = _resolved(paper[0])
     for path in paper[1:]:
         diff = {k for k, v in _resolved(path).items() if first[k] != v}
@@ -104,7 +113,7 @@ def test_quickstart_is_pinned():
     configs/quickstart.yaml instead)."""
     pinned = {
         "task.name": "circle_packing_26", "task.timeout_s": 20.0, "model.policy": "smollm2-135m-instruct",
-        "model.dtype": "float32", "warm_start.enabled": True, "rollout.engine": "vllm", "rollout.vllm_dtype": "auto",
+        "model.dtype": "float32", "warm_start.enabled": True, "rollout.engine": "vllm", "rollout.vllm.dtype": "auto",
         "rollout.group_size": 4, "rollout.temperature": 0.7, "rollout.top_p": 0.95, "rollout.max_new_tokens": 256,
         "rollout.stop": "</answer>", "rollout.description": "brief", "rollout.max_prompt_tokens": 1280,
         "rollout.n_ancestors": 2, "trainer.epochs": 4, "trainer.prompts_per_epoch": 2, "trainer.lr": 1e-6,

@@ -39,7 +39,7 @@ def single(tmp_path_factory):
 
 
 def test_single_process_steps_change_the_weights(single, tmp_path):
-    from train.models import load_policy
+    from train.learner.models import load_policy
 
     initial = load_policy("tiny-random", "float32", None, seed=0)[0].state_dict()
     weights, losses = single
@@ -69,7 +69,7 @@ def test_deepspeed_zero3_generates_resumes_and_exports(single, tmp_path):
     HF in one process."""
     from transformers import AutoModelForCausalLM
 
-    from train.export import export_checkpoint
+    from train.learner.export import export_checkpoint
 
     ckpt = tmp_path / "ckpt"
     first, first_losses = _run(tmp_path / "first", "--steps", "1", "--strategy", "deepspeed", "--generate",
@@ -100,7 +100,7 @@ def test_one_process_keeps_fsdp2_and_deepspeed(single, tmp_path, strategy):
 def test_bf16_offload_and_gradient_checkpointing_train_like_fp32(single, tmp_path):
     """The memory switches together (FSDP2 bf16 compute with fp32 master weights, CPU offload,
     recomputed activations) on 2 ranks: the weights move as in fp32, to bf16 precision."""
-    from train.models import load_policy
+    from train.learner.models import load_policy
 
     weights, losses = _run(tmp_path, "--steps", "2", "--strategy", "fsdp2", "--bf16", "--offload",
                            "--gradient-checkpointing", ranks=2)
@@ -120,7 +120,7 @@ def test_fsdp2_bf16_keeps_fp32_master_weights_for_a_policy_loaded_in_bf16(tmp_pa
     """The paper configs load the policy in bf16 (model.dtype) and train with trainer.bf16 under
     fsdp2. Stepped in bf16, an update of lr 1e-6 rounds away for about 98% of the weights (measured
     before the fix: 1.9% changed); with fp32 master weights nearly all of them move."""
-    from train.models import load_policy
+    from train.learner.models import load_policy
 
     weights, _ = _run(tmp_path, "--steps", "1", "--strategy", "fsdp2", "--bf16", "--dtype", "bfloat16",
                       "--lr", "1e-6", *offload, ranks=2)
@@ -149,7 +149,7 @@ def test_ppo_mini_batches_on_two_ranks_match_one_process(tmp_path):
 def test_fsdp2_checkpoint_resumes_exactly_and_exports(single, tmp_path):
     from transformers import AutoModelForCausalLM
 
-    from train.export import export_checkpoint
+    from train.learner.export import export_checkpoint
 
     ckpt = tmp_path / "ckpt"
     saved, _ = _run(tmp_path / "first", "--steps", "1", "--strategy", "fsdp2", "--save", str(ckpt), ranks=2)

@@ -128,7 +128,7 @@ class OverlappingScriptedEngine(ScriptedEngine):
 def test_children_are_evaluated_and_kept_with_lineage(tmp_path, overlap, monkeypatch):
     """Also with rollout.batch_size=1: the first prompt's children are evaluated while the second
     prompt generates, and the archive ends up the same, in the same order."""
-    import train.children
+    import train.loop.children
     from population.archive import Archive
 
     extra = []
@@ -137,13 +137,13 @@ def test_children_are_evaluated_and_kept_with_lineage(tmp_path, overlap, monkeyp
         ENGINES["scripted"] = OverlappingScriptedEngine
         OverlappingScriptedEngine.evaluating.clear()
         OverlappingScriptedEngine.overlapped.clear()
-        evaluate = train.children.evaluate_children
+        evaluate = train.loop.children.evaluate_children
 
         def noted(*args, **kwargs):
             OverlappingScriptedEngine.evaluating.set()
             return evaluate(*args, **kwargs)
 
-        monkeypatch.setattr(train.children, "evaluate_children", noted)
+        monkeypatch.setattr(train.loop.children, "evaluate_children", noted)
         extra = ["rollout.batch_size=1"]
     try:
         run = run_helix(tmp_path, "rollout.engine=scripted", "rollout.group_size=4", "trainer.epochs=1", *extra)
@@ -235,9 +235,9 @@ def test_torchrun_two_ranks(tmp_path, strategy):
     # partition them): it equals the last checkpoint exported offline, and differs from the start.
     from safetensors.torch import load_file
 
-    from train.checkpoint import latest_checkpoint
-    from train.export import export_checkpoint
-    from train.models import load_policy
+    from train.learner.export import export_checkpoint
+    from train.learner.models import load_policy
+    from train.loop.checkpoint import latest_checkpoint
 
     exported = {}
     for shard in (tmp_path / "dist" / "export").glob("*.safetensors"):
@@ -273,12 +273,12 @@ def test_what_the_prompt_budget_dropped_is_logged(tmp_path):
 
 def test_evo_only_builds_no_learner(tmp_path, monkeypatch):
     """EvoOnly (trainer.enabled: false): no optimizer and no reference model exist at all."""
-    import train.learner
+    import train.loop.epoch_loop
 
     def refuse(*args, **kwargs):
         raise AssertionError("EvoOnly built a Learner (optimizer + reference model)")
 
-    monkeypatch.setattr(train.learner, "Learner", refuse)
+    monkeypatch.setattr(train.loop.epoch_loop, "Learner", refuse)  # the name the loop calls
     run = run_helix(tmp_path, "trainer.enabled=false", "trainer.epochs=1", "run.export=false")
     (row,) = metrics(run)
     assert "loss" not in row and "kl" not in row and row["archive_size"] == 5
@@ -301,7 +301,7 @@ def test_without_a_population_every_prompt_is_the_starter(tmp_path, trainer):
 
 
 def test_a_wall_time_budget_stops_after_the_epoch_that_reaches_it(tmp_path, capsys):
-    from train.checkpoint import latest_checkpoint
+    from train.loop.checkpoint import latest_checkpoint
 
     run = run_helix(tmp_path, "trainer.epochs=3", "run.time_budget_s=0.001", "run.export=false", "trainer.enabled=false")
     assert [r["epoch"] for r in metrics(run)] == [1]

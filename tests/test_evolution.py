@@ -1,4 +1,4 @@
-"""train/evolution.py: which children join the selection pool (its structured rows, the kNN index),
+"""train/loop/evolution.py: which children join the selection pool (its structured rows, the kNN index),
 what selection may choose, and a checkpoint round trip that selects exactly as before."""
 
 import numpy as np
@@ -7,8 +7,8 @@ import pytest
 from population.child import Child
 from rewards.evaluator import Evaluation
 from tasks import load_task
-from train.config import load_config
-from train.evolution import POOL, Evolution
+from train.loop.config import load_config
+from train.loop.evolution import POOL, Evolution
 
 STARTER = 1.8365015544609251  # the circle-packing starter's sum of radii
 

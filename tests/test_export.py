@@ -8,10 +8,10 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from train.config import TrainerConfig
-from train.distributed import DistInfo
-from train.export import checkpoint_format, export_checkpoint, export_hf
-from train.learner import Learner, Sample
+from train.learner.config import TrainerConfig
+from train.learner.distributed import DistInfo
+from train.learner.export import checkpoint_format, export_checkpoint, export_hf
+from train.learner.learner import Learner, Sample
 
 
 def _trained(tiny_model, tokenizer) -> Learner:
@@ -33,7 +33,7 @@ def _assert_loads_as(out, want: dict) -> None:
 
 
 def test_export_from_checkpoint_equals_the_trained_weights(tiny_model, tokenizer, tmp_path):
-    from train.models import load_policy
+    from train.learner.models import load_policy
 
     learner = _trained(tiny_model, tokenizer)
     learner.save_state(tmp_path / "ckpt")

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from train.grpo import LossSettings, actor_config, compute_advantages, grpo_loss, zero_std_fraction
+from train.learner.grpo import LossSettings, actor_config, compute_advantages, grpo_loss, zero_std_fraction
 
 RNG = np.random.default_rng(0)
 LENGTHS = [3, 5, 2, 4, 1, 5]  # response lengths of 6 rollouts, two prompts with G = 3
@@ -91,7 +91,7 @@ def test_other_verl_estimators_are_one_config_line_away():
 
 
 def test_every_listed_estimator_works_from_outcome_rewards():
-    from train.grpo import known_estimators
+    from train.learner.grpo import known_estimators
 
     names = known_estimators()
     # verl's critic (gae), baseline-model (remax) and log-prob (optimal_token_baseline) estimators

@@ -4,9 +4,9 @@ import math
 import pytest
 import torch
 
-from train.config import TrainerConfig
-from train.distributed import DistInfo
-from train.learner import Learner, Sample, pack, response_logprobs, token_budget_chunks
+from train.learner.config import TrainerConfig
+from train.learner.distributed import DistInfo
+from train.learner.learner import Learner, Sample, pack, response_logprobs, token_budget_chunks
 
 
 def samples(tokenizer, n_groups=2, g=3, seed=0):
@@ -142,7 +142,7 @@ def test_deepspeed_checkpoint_does_not_load_into_another_strategy(tiny_model, to
 
 def _is_step(model, tokenizer, shift: float | None, rollout_is: str = "token"):
     """One SGD step (no KL) where the engine's logprobs are the trainer's own plus ``shift``."""
-    from train.learner import pack
+    from train.learner.learner import pack
 
     batch = samples(tokenizer)
     if shift is not None:
@@ -180,7 +180,7 @@ def test_engine_logprobs_without_correction_are_only_measured(tiny_model, tokeni
 
 
 def test_mini_batches_cut_whole_groups_and_repeat_per_epoch():
-    from train.learner import mini_batches
+    from train.learner.learner import mini_batches
 
     groups = [0, 0, 1, 1, 2, 2]
     assert mini_batches(groups, 1) == [[0, 1, 2, 3, 4, 5]]
@@ -195,7 +195,7 @@ def test_ppo_mini_batches_take_ratios_against_the_sampling_policy(tiny_model, to
     ratio is pi_new / pi_old with pi_old the policy *before the first step* (clip range wide open,
     no KL, so the loss is -A * ratio averaged over each answer's tokens and then the answers (eq. 4),
     or over the mini-batch's tokens (token-mean))."""
-    from train.grpo import compute_advantages
+    from train.learner.grpo import compute_advantages
 
     batch, pad = samples(tokenizer), tokenizer.pad_token_id
     ours, theirs = copy.deepcopy(tiny_model), copy.deepcopy(tiny_model)

@@ -5,7 +5,7 @@ completions per prompt from the live policy -> reward -> ``Learner.step``) moves
 the direction the reward asks for. It fails if the advantage sign is flipped (the trained curve
 falls below the frozen one) or the optimizer step is skipped (the curves coincide).
 
-Toy task: the policy is the seeded 2-layer test Llama (``train.models.tiny_random_config``) with
+Toy task: the policy is the seeded 2-layer test Llama (``train.learner.models.tiny_random_config``) with
 a VOCAB-token vocabulary, so sampling is exactly on-policy over the whole vocabulary, a random
 model starts near chance (1/VOCAB), and each step costs milliseconds instead of a 49k-way softmax.
 The reward is the fraction of response tokens equal to one target id.
@@ -16,10 +16,10 @@ from __future__ import annotations
 import torch
 from transformers import LlamaForCausalLM
 
-from train.config import TrainerConfig
-from train.distributed import DistInfo
-from train.learner import Learner, Sample
-from train.models import tiny_random_config
+from train.learner.config import TrainerConfig
+from train.learner.distributed import DistInfo
+from train.learner.learner import Learner, Sample
+from train.learner.models import tiny_random_config
 
 VOCAB = 8
 TARGET = 5

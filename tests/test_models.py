@@ -4,7 +4,7 @@ import sys
 import pytest
 import torch
 
-from train.models import ModelNotFoundError, load_policy, resolve_policy_path
+from train.learner.models import ModelNotFoundError, load_policy, resolve_policy_path
 
 
 def test_missing_local_model_fails_fast_with_instructions(tmp_path):
@@ -42,7 +42,7 @@ def test_local_directory_path_works(tmp_path):
 
 def test_the_first_conversion_says_one_line_and_logs_transformers_bars_to_a_file(tmp_path):
     # In a subprocess: pytest's own capture replaces sys.stdout, which a real terminal does not.
-    code = f"from train.models import resolve_policy_path; resolve_policy_path('smollm2-135m-instruct', {str(tmp_path)!r})"
+    code = f"from train.learner.models import resolve_policy_path; resolve_policy_path('smollm2-135m-instruct', {str(tmp_path)!r})"
     first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     log = tmp_path / "models" / "SmolLM2-135M-Instruct.convert.log"
     assert first.returncode == 0, first.stderr

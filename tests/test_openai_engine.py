@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rollout.config import RolloutConfig
+from rollout.config import OpenAIConfig, RolloutConfig
 from rollout.engine_api import SamplingParams
 from rollout.openai_engine import EndpointError, OpenAIEngine
 
@@ -194,7 +194,7 @@ def test_the_engine_holds_no_weights(server, tokenizer):
 
 
 def test_training_with_the_openai_engine_is_a_config_error():
-    from train.config import ConfigError, HelixConfig, validate
+    from train.loop.config import ConfigError, HelixConfig, validate
 
     cfg = HelixConfig()
     cfg.rollout.engine = "openai"
@@ -211,23 +211,23 @@ def test_an_evo_only_run_evaluates_the_servers_edits(server, tmp_path, monkeypat
     tokenizer) and exports nothing; config.yaml names the model the server serves."""
     from test_e2e import run_helix  # tests/ is on sys.path (pytest rootdir conftest)
 
-    import train.epoch_loop
+    import train.loop.epoch_loop
     from population.archive import Archive
     from tasks import load_task
 
     def no_weights(*args, **kwargs):
         raise AssertionError("an EvoOnly run over rollout.engine=openai loaded the policy weights")
 
-    monkeypatch.setattr(train.epoch_loop, "load_policy", no_weights)
-    monkeypatch.setattr(train.epoch_loop, "export_hf", no_weights)
+    monkeypatch.setattr(train.loop.epoch_loop, "load_policy", no_weights)
+    monkeypatch.setattr(train.loop.epoch_loop, "export_hf", no_weights)
     first = next(line for line in load_task("circle_packing_26").initial_program.splitlines() if line.strip())
     server.texts = [f"<answer>\n<<<<<<< SEARCH\n{first}\n=======\n{first}\nimport math\n>>>>>>> REPLACE\n</answer>",
                     "no edit here"]
     server.pieces = 3
-    run = run_helix(tmp_path, "rollout.engine=openai", f"rollout.openai_base_url={server.url}", "trainer.enabled=false",
+    run = run_helix(tmp_path, "rollout.engine=openai", f"rollout.openai.base_url={server.url}", "trainer.enabled=false",
                     "trainer.epochs=1")
     assert not (run / "export").exists()
-    assert yaml.safe_load((run / "config.yaml").read_text())["rollout"]["openai_model"] == "my-model"  # the served one
+    assert yaml.safe_load((run / "config.yaml").read_text())["rollout"]["openai"]["model"] == "my-model"  # the served one
     assert server.gets == ["/v1/models"] and all(body["stream"] for _, body in server.requests)
     with Archive(run / "archive.sqlite") as arch:
         ids = [int(i) for i in arch.all_ids()]
@@ -279,23 +279,23 @@ def test_a_stream_cut_short_is_retried(server, tokenizer):
 
 
 def _preflight(url, model="", policy="tiny-random"):
-    rollout = RolloutConfig(engine="openai", openai_base_url=url, openai_model=model)
+    rollout = RolloutConfig(engine="openai", openai=OpenAIConfig(base_url=url, model=model))
     OpenAIEngine.preflight(rollout, model_name=policy)
-    return rollout.openai_model
+    return rollout.openai.model
 
 
 def test_the_endpoint_check_resolves_the_served_model(server):
-    assert _preflight(server.url) == "my-model"  # empty openai_model, one served: that one
+    assert _preflight(server.url) == "my-model"  # empty openai.model, one served: that one
     assert _preflight(server.url, "my-model") == "my-model"
-    with pytest.raises(EndpointError, match=r"/v1/models does not serve rollout.openai_model = 'other'; it serves 'my-model'"):
+    with pytest.raises(EndpointError, match=r"/v1/models does not serve rollout.openai.model = 'other'; it serves 'my-model'"):
         _preflight(server.url, "other")
     server.models = ["a", "b"]
     assert _preflight(server.url, policy="b") == "b"  # several: model.policy when it is one of them
-    with pytest.raises(EndpointError, match=r"serves 'a', 'b': set rollout.openai_model"):
+    with pytest.raises(EndpointError, match=r"serves 'a', 'b': set rollout.openai.model"):
         _preflight(server.url)
     server.models = None  # no /models route: nothing to check the name against
     assert _preflight(server.url) == "tiny-random" and _preflight(server.url, "x") == "x"
-    with pytest.raises(EndpointError, match=r"rollout.openai_base_url = '127.0.0.1:8000/v1' is not an http\(s\) URL"):
+    with pytest.raises(EndpointError, match=r"rollout.openai.base_url = '127.0.0.1:8000/v1' is not an http\(s\) URL"):
         _preflight("127.0.0.1:8000/v1")
     server.models, server.models_status = ["a"], 401
     with pytest.raises(EndpointError, match=r"GET http://127\.0\.0\.1:\d+/v1/models answered HTTP 401 \(check the API key"):
@@ -313,14 +313,14 @@ def _free_port() -> int:
 def _failing_run(tmp_path, capsys, monkeypatch, *overrides):
     """A helix run that must stop at the endpoint check: before any model, task data or run
     directory, with one line on stderr and runs/latest where it was."""
-    import train.epoch_loop
+    import train.loop.epoch_loop
     from train.helix import main
 
     def must_not_load(*args, **kwargs):
         raise AssertionError("the run loaded something before checking the endpoint")
 
     for name in ("load_policy", "load_tokenizer", "policy_source", "load_task"):
-        monkeypatch.setattr(train.epoch_loop, name, must_not_load)
+        monkeypatch.setattr(train.loop.epoch_loop, name, must_not_load)
     (tmp_path / "old").mkdir()
     (tmp_path / "latest").symlink_to("old")
     start = time.perf_counter()
@@ -338,13 +338,13 @@ def _failing_run(tmp_path, capsys, monkeypatch, *overrides):
 def test_no_server_stops_the_run_before_anything_with_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
     url = f"http://127.0.0.1:{_free_port()}/v1"
-    line = _failing_run(tmp_path, capsys, monkeypatch, f"rollout.openai_base_url={url}")
+    line = _failing_run(tmp_path, capsys, monkeypatch, f"rollout.openai.base_url={url}")
     assert line.startswith(f"helix: error: no server at {url} (GET {url}/models: ")
     assert "scripts/serve.py" in line
 
 
 def test_a_model_the_server_does_not_serve_stops_the_run(server, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
-    line = _failing_run(tmp_path, capsys, monkeypatch, f"rollout.openai_base_url={server.url}", "rollout.openai_model=gpt-x")
-    assert line == f"helix: error: {server.url}/models does not serve rollout.openai_model = 'gpt-x'; it serves 'my-model'"
+    line = _failing_run(tmp_path, capsys, monkeypatch, f"rollout.openai.base_url={server.url}", "rollout.openai.model=gpt-x")
+    assert line == f"helix: error: {server.url}/models does not serve rollout.openai.model = 'gpt-x'; it serves 'my-model'"
     assert server.requests == []  # nothing was generated

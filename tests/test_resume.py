@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from train.checkpoint import checkpoint_dirs, latest_checkpoint, rng_state, set_rng_state
 from train.helix import main
+from train.loop.checkpoint import checkpoint_dirs, latest_checkpoint, rng_state, set_rng_state
 
 ROOT = Path(__file__).resolve().parents[1]
 # One thread: multi-threaded CPU reductions may split sums differently between processes, and
@@ -132,7 +132,7 @@ def test_killed_run_resumes_to_the_uninterrupted_state(tmp_path, trainer):
 
 
 def _initial_weights() -> dict[str, np.ndarray]:
-    from train.models import load_policy
+    from train.learner.models import load_policy
 
     model, _ = load_policy("tiny-random", "float32", None, seed=0)
     return {k: v.detach().numpy() for k, v in model.state_dict().items()}
@@ -163,7 +163,7 @@ def test_checkpoints_are_atomic_and_pruned(tmp_path):
 def test_a_kill_between_checkpoint_and_log_loses_no_row(tmp_path, monkeypatch):
     """The checkpoint is written before the epoch's metrics row: a kill in between must not leave
     that epoch without a row once resumed (the checkpoint carries a copy of the rows)."""
-    from train import run_dir
+    from train.loop import run_dir
 
     class Killed(Exception):
         pass
@@ -225,7 +225,7 @@ def test_archive_rewind_moves_rows_aside(tmp_path):
 
 
 def test_export_cli_errors_are_clear(tmp_path, capsys):
-    from train.export_cli import main as export_main
+    from train.loop.export_cli import main as export_main
 
     assert export_main([str(tmp_path), str(tmp_path / "out")]) == 2
     assert "not a usable run directory" in capsys.readouterr().err

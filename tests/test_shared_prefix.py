@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from train import shared_prefix
-from train.config import TrainerConfig
-from train.distributed import DistInfo
-from train.learner import Learner, Sample, pack, response_logprobs
+from train.learner import shared_prefix
+from train.learner.config import TrainerConfig
+from train.learner.distributed import DistInfo
+from train.learner.learner import Learner, Sample, pack, response_logprobs
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGP_ATOL, ENTROPY_ATOL = 1e-5, 5e-5

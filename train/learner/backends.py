@@ -3,16 +3,16 @@ maps ``trainer.strategy`` (``auto`` included) to a backend.
 
     backend = make_backend(cfg.strategy, cfg, info)   # none | ddp | fsdp2 | deepspeed (+ plugins)
 
-The interface is ``train.backend_base.Backend``; register another with ``@register_backend``.
+The interface is ``train.learner.backend_base.Backend``; register another with ``@register_backend``.
 """
 
 from __future__ import annotations
 
 import torch
 
-from train import backend_deepspeed, backend_torch  # noqa: F401 (registers none, ddp, fsdp2, deepspeed)
-from train.backend_base import BACKENDS, Backend, backend_class, register_backend
-from train.distributed import DistInfo
+from train.learner import backend_deepspeed, backend_torch  # noqa: F401 (registers none, ddp, fsdp2, deepspeed)
+from train.learner.backend_base import BACKENDS, Backend, backend_class, register_backend
+from train.learner.distributed import DistInfo
 
 __all__ = ["BACKENDS", "Backend", "backend_class", "make_backend", "needs_process_group", "register_backend",
            "resolve_strategy"]
@@ -30,7 +30,7 @@ def resolve_strategy(name: str, info: DistInfo) -> str:
         return cls.single_process
     if cls.needs_process_group and not torch.distributed.is_initialized():
         raise ValueError(f"trainer.strategy {name} needs a process group; start it with "
-                         "train.distributed.init_distributed(single_process_group=True) or torchrun")
+                         "train.learner.distributed.init_distributed(single_process_group=True) or torchrun")
     return name
 
 

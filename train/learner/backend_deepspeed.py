@@ -2,7 +2,7 @@
 
 The engine owns clipping, the optimizer/scheduler step and gradient zeroing, and writes its own
 checkpoint (``deepspeed/``, ZeRO partitions per rank, so it resumes only at the same world size).
-The DeepSpeed specifics (config, gathers, checkpoint tag) are ``train.zero``.
+The DeepSpeed specifics (config, gathers, checkpoint tag) are ``train.learner.zero``.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import torch
 
-from train import zero
-from train.backend_base import Backend, register_backend
+from train.learner import zero
+from train.learner.backend_base import Backend, register_backend
 
 
 @register_backend("deepspeed")

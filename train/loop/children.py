@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from population.canonical import canonicalize
 from population.child import Child
 from rollout.edits import EditError
+from rollout.engine_api import Completion
 from rollout.operators import make_operator
 
 UNCHANGED = ("Edit applied but changed nothing: the child is the parent again (same code up to layout and "
@@ -28,25 +30,41 @@ SAME = ("The answer is a parent again (same code up to layout and comments). Cha
         "computes.")
 
 
+@dataclass(frozen=True)
+class Job:
+    """One prompt of the epoch (train.loop.epoch_loop builds them): the parent it came from, its token
+    ids, and how its completions become children."""
+
+    index: int
+    parent_id: int
+    parent_code: str
+    token_ids: list[int]
+    tag: int = -1  # the parent's population-slot tag (its island), inherited by the children
+    operator: str = "edit"  # how its completions become children (rollout.operators)
+    mate_id: int | None = None  # crossover: the second parent
+    version: int = 0  # best_shot: the answer is version v{version} of the entry function
+    mate_code: str | None = None  # crossover: the second parent's program (a child equal to it is no new program)
+
+
 def repeat_feedback(solution_id: int) -> str:
     return (f"This program is already in the archive (solution {solution_id}), so it earns nothing again. "
             "Change what it computes in a way not tried before.")
 
 
-def evaluate_children(task, evaluator, jobs: list, outputs: list[list[tuple]], epoch: int,
+def evaluate_children(task, evaluator, jobs: list[Job], outputs: list[list[Completion]], epoch: int,
                       progress: bool, archived=None, repeats: str = "score") -> list[Child]:
     """Apply each completion's edits to its parent and evaluate the new programs in the sandbox.
-    ``jobs``: the prompts (train.epoch_loop.Job); ``outputs``: their completions as
-    (token_ids, text, truncated). ``archived(code)``: the archive id of a program with this code
-    from an earlier epoch, or None (train.evolution.Evolution.archived); ``repeats``: what a
-    repeat gets (evolution.repeats)."""
+    ``outputs``: each job's completions (their logprobs are not needed). ``archived(code)``: the
+    archive id of a program with this code from an earlier epoch, or None
+    (train.loop.evolution.Evolution.archived); ``repeats``: what a repeat gets (evolution.repeats)."""
     children, programs = [], []
     for job, group in zip(jobs, outputs):
         parent_forms = {canonicalize(job.parent_code)}
         if job.mate_code is not None:  # a crossover that copies its second parent is no new program either
             parent_forms.add(canonicalize(job.mate_code))
         operator = make_operator(job.operator, task.entry_function)
-        for g, (_, text, _) in enumerate(group):
+        for g, completion in enumerate(group):
+            text = completion.text
             child = Child(parent_id=job.parent_id, epoch=epoch, prompt_id=f"e{epoch}-p{job.index}-g{g}",
                           completion=text, code=job.parent_code, tag=job.tag, operator=job.operator,
                           second_parent_id=job.mate_id)
@@ -81,7 +99,7 @@ def evaluate_children(task, evaluator, jobs: list, outputs: list[list[tuple]], e
 class BackgroundEvaluation:
     """One epoch's children, evaluated batch by batch in one background thread, in job order."""
 
-    def __init__(self, task, evaluator, jobs: list, epoch: int, archived=None, repeats: str = "score"):
+    def __init__(self, task, evaluator, jobs: list[Job], epoch: int, archived=None, repeats: str = "score"):
         """``archived``, ``repeats``: as for ``evaluate_children``."""
         self._task, self._evaluator, self._jobs, self._epoch = task, evaluator, jobs, epoch
         self._archived, self._repeats = archived, repeats
@@ -90,15 +108,15 @@ class BackgroundEvaluation:
         self._next = 0  # the first job not yet submitted: batches must come in order, without gaps
         self.busy_s = 0.0  # time spent evaluating, overlapped or not
 
-    def submit(self, first: int, outputs: list[list[tuple]], progress: bool = False) -> None:
-        """``outputs``: (token_ids, text, truncated) per completion, for jobs first, first + 1, ...
+    def submit(self, first: int, outputs: list[list[Completion]], progress: bool = False) -> None:
+        """``outputs``: the completions of jobs first, first + 1, ...
         ``progress``: a bar, for a batch submitted once generation is over (no bars to tangle with)."""
         if first != self._next:
             raise ValueError(f"batches must arrive in job order: expected job {self._next}, got {first}")
         self._next += len(outputs)
         self._parts.append(self._thread.submit(self._evaluate, self._jobs[first:self._next], outputs, progress))
 
-    def _evaluate(self, jobs: list, outputs: list[list[tuple]], progress: bool):
+    def _evaluate(self, jobs: list[Job], outputs: list[list[Completion]], progress: bool):
         start = time.perf_counter()
         try:
             return evaluate_children(self._task, self._evaluator, jobs, outputs, self._epoch, progress,

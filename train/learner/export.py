@@ -31,7 +31,7 @@ def export_state(state: dict[str, torch.Tensor], policy: str, out_dir: str | Pat
     """Full weights (e.g. gathered from FSDP2 shards) into a fresh copy of the base architecture."""
     from torch.distributed.checkpoint.state_dict import set_model_state_dict
 
-    from train.models import load_policy
+    from train.learner.models import load_policy
 
     model, tokenizer = load_policy(policy, dtype, cache_dir)
     set_model_state_dict(model, state)
@@ -41,7 +41,7 @@ def export_state(state: dict[str, torch.Tensor], policy: str, out_dir: str | Pat
 def checkpoint_format(learner_dir: str | Path) -> str:
     """The backend subdirectory a ``Learner.save_state`` directory holds: ``dcp``
     (torch.distributed.checkpoint: none/ddp/fsdp2) or ``deepspeed`` (ZeRO partitions)."""
-    from train.backends import BACKENDS
+    from train.learner.backends import BACKENDS
 
     learner_dir = Path(learner_dir)
     kinds = list(dict.fromkeys(cls.checkpoint_dir for cls in BACKENDS.values()))
@@ -57,7 +57,7 @@ def checkpoint_state(learner_dir: str | Path, model: torch.nn.Module) -> dict[st
     """The full policy weights of a ``Learner.save_state`` directory, reassembled in this one
     process (no process group) for ``model``'s architecture by the backend that wrote that format
     (DCP shards via torch.distributed.checkpoint, ZeRO partitions via DeepSpeed's zero_to_fp32)."""
-    from train.backends import BACKENDS
+    from train.learner.backends import BACKENDS
 
     learner_dir = Path(learner_dir)
     kind = checkpoint_format(learner_dir)
@@ -72,7 +72,7 @@ def export_checkpoint(learner_dir: str | Path, policy: str, out_dir: str | Path,
     tokenizer, the checkpoint the weights."""
     from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 
-    from train.models import load_policy
+    from train.learner.models import load_policy
 
     checkpoint_format(learner_dir)  # fail before loading the base model
     model, tokenizer = load_policy(policy, dtype, cache_dir)

@@ -4,8 +4,8 @@ The Learner owns the GRPO loop; a backend owns everything that depends on how th
 spread over ranks: wrapping the policy and the frozen reference, per-micro-batch gradient sync,
 backward, clip + optimizer step, gathering full weights, and checkpoint save/load. Adding a
 strategy is one ``@register_backend("name")`` class; nothing outside the registry compares
-strategy names. Built-in backends: ``train.backend_torch`` (none/ddp/fsdp2) and
-``train.backend_deepspeed``; ``train.backends`` imports them and maps config to a name.
+strategy names. Built-in backends: ``train.learner.backend_torch`` (none/ddp/fsdp2) and
+``train.learner.backend_deepspeed``; ``train.learner.backends`` imports them and maps config to a name.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, ClassVar
 import torch
 
 if TYPE_CHECKING:
-    from train.config import TrainerConfig
-    from train.distributed import DistInfo
+    from train.learner.config import TrainerConfig
+    from train.learner.distributed import DistInfo
 
 
 class Backend(ABC):
@@ -131,7 +131,7 @@ def register_backend(name: str):
 
 
 def backend_class(name: str) -> type[Backend]:
-    """The registered class for a resolved strategy name (``auto`` is resolved by ``train.backends``)."""
+    """The registered class for a resolved strategy name (``auto`` is resolved by ``train.learner.backends``)."""
     if name not in BACKENDS:
         raise ValueError(f"unknown trainer.strategy {name!r}; valid: {', '.join(['auto', *BACKENDS])}")
     return BACKENDS[name]

@@ -1,5 +1,5 @@
-"""FSDP2 sharding and the DCP state-dict helpers of the plain-PyTorch backends (``train.backend_torch``;
-DeepSpeed ZeRO's counterpart is ``train.zero``).
+"""FSDP2 sharding and the DCP state-dict helpers of the plain-PyTorch backends (``train.learner.backend_torch``;
+DeepSpeed ZeRO's counterpart is ``train.learner.zero``).
 
 ``fsdp2`` is what makes 14B/32B fit on one 8-GPU node: parameters, gradients and optimizer
 state are sharded per decoder layer (``fully_shard``), optionally kept on the CPU between uses

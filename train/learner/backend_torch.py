@@ -2,7 +2,7 @@
 
 They share torch's AdamW, ``clip_grad_norm_`` and torch.distributed.checkpoint (DCP) under
 ``dcp/``, whose HF-named state dicts reshard on load, so a checkpoint from any of the three
-resumes under any other at any world size. The FSDP2 sharding itself is ``train.sharding``.
+resumes under any other at any world size. The FSDP2 sharding itself is ``train.learner.sharding``.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import torch
 
-from train import sharding
-from train.backend_base import Backend, register_backend
+from train.learner import sharding
+from train.learner.backend_base import Backend, register_backend
 
 
 class _TorchBackend(Backend):
@@ -103,7 +103,7 @@ class DDPBackend(LocalBackend):
 
 @register_backend("fsdp2")
 class FSDP2Backend(_TorchBackend):
-    """Parameters, gradients and optimizer state sharded per decoder layer (``train.sharding``);
+    """Parameters, gradients and optimizer state sharded per decoder layer (``train.learner.sharding``);
     ``offload_params``/``offload_optimizer`` both mean FSDP2's CPU offload of all three."""
 
     sharded = True

@@ -1,11 +1,11 @@
 """The GRPO learner: policy + frozen reference, one optimizer step per epoch over the rollouts.
 
-Orchestration only; the loss math lives in ``train.grpo``. Sequences are laid out as
+Orchestration only; the loss math lives in ``train.learner.grpo``. Sequences are laid out as
 [left pad | prompt | response | right pad] so every response starts at the same column and
 logits are computed for response positions only; with ``trainer.shared_prefix`` a group's prompt
-is instead computed once for all its responses (``train.shared_prefix``, exact). Micro-batches accumulate gradients; under
+is instead computed once for all its responses (``train.learner.shared_prefix``, exact). Micro-batches accumulate gradients; under
 torchrun the policy is replicated (DDP) or sharded (FSDP2, DeepSpeed ZeRO) by the backend that
-``trainer.strategy`` names (``train.backends``), and the loss is normalised over the global batch.
+``trainer.strategy`` names (``train.learner.backends``), and the loss is normalised over the global batch.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from train import shared_prefix
-from train.config import TrainerConfig
-from train.distributed import DistInfo, all_reduce_max, all_reduce_sum
-from train.grpo import LossSettings, actor_config, compute_advantages, grpo_loss, zero_std_fraction
+from train.learner import shared_prefix
+from train.learner.config import TrainerConfig
+from train.learner.distributed import DistInfo, all_reduce_max, all_reduce_sum
+from train.learner.grpo import LossSettings, actor_config, compute_advantages, grpo_loss, zero_std_fraction
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def mini_batches(groups, n: int, epochs: int = 1) -> list[list[int]]:
 class Learner:
     def __init__(self, model: torch.nn.Module, cfg: TrainerConfig, group_size: int, temperature: float,
                  pad_id: int, info: DistInfo):
-        from train.backends import make_backend  # torch.distributed.checkpoint et al. only when training
+        from train.learner.backends import make_backend  # torch.distributed.checkpoint et al. only when training
 
         self.cfg = cfg
         self.info = info
@@ -250,7 +250,7 @@ class Learner:
         """The GRPO update on this rank's rollouts (all ranks must call it together): one optimizer
         step, or ``ppo_epochs`` x ``ppo_mini_batches`` of them against the sampling policy."""
         start = time.perf_counter()
-        rewards = torch.tensor([s.reward for s in samples], dtype=torch.float64)  # exact ties: train.grpo
+        rewards = torch.tensor([s.reward for s in samples], dtype=torch.float64)  # exact ties: train.learner.grpo
         groups = np.array([s.group for s in samples])
         mask = pack(samples, self.pad_id)["response_mask"]
         if self.cfg.mask_truncated:

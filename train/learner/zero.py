@@ -1,4 +1,4 @@
-"""DeepSpeed ZeRO specifics of the ``deepspeed`` backend (``train.backend_deepspeed``), the alternative to FSDP2.
+"""DeepSpeed ZeRO specifics of the ``deepspeed`` backend (``train.learner.backend_deepspeed``), the alternative to FSDP2.
 
 The learner keeps its own micro-batching and global-token loss normalisation, so DeepSpeed is
 run with ``managed_gradient_accumulation: false``: every ``backward`` accumulates (stage 2/3
@@ -15,7 +15,7 @@ from typing import Callable
 
 import torch
 
-from train.config import TrainerConfig
+from train.learner.config import TrainerConfig
 
 TAG = "state"  # the one checkpoint tag inside a Learner.save_state directory
 

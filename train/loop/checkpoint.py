@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from train.distributed import DistInfo, broadcast
-from train.run_dir import clean_row
+from train.learner.distributed import DistInfo, broadcast
+from train.loop.run_dir import clean_row
 
 CHECKPOINTS = "checkpoints"
 _NAME = re.compile(r"^epoch-(\d{6})$")

@@ -28,33 +28,18 @@ from rollout.engines import Completion, SamplingParams, build_engine, engine_nee
 from rollout.operators import function_source, make_operator
 from rollout.prompts import PromptBuilder
 from tasks import load_task
-from train import console
-from train.checkpoint import checkpoint_logs, load_checkpoint, save_checkpoint
-from train.children import BackgroundEvaluation
-from train.config import ConfigError, HelixConfig
-from train.distributed import DistInfo, broadcast, gather, shard
-from train.epoch_metrics import add_phase_times, epoch_metrics, operator_metrics
-from train.evolution import Evolution
-from train.export import export_hf, export_state
-from train.learner import Learner, Sample
-from train.models import TINY_RANDOM, cache_root, load_policy, load_tokenizer, resolve_policy_path
-from train.run_dir import RunDir, table_header, table_row
-from train.warm_start import policy_source
-
-
-@dataclass(frozen=True)
-class Job:
-    """One prompt of the epoch: the parent it came from and its token ids."""
-
-    index: int
-    parent_id: int
-    parent_code: str
-    token_ids: list[int]
-    tag: int = -1  # the parent's population-slot tag (its island), inherited by the children
-    operator: str = "edit"  # how its completions become children (rollout.operators)
-    mate_id: int | None = None  # crossover: the second parent
-    version: int = 0  # best_shot: the answer is version v{version} of the entry function
-    mate_code: str | None = None  # crossover: the second parent's program (a child equal to it is no new program)
+from train.learner import console
+from train.learner.distributed import DistInfo, broadcast, gather, shard
+from train.learner.export import export_hf, export_state
+from train.learner.learner import Learner, Sample
+from train.learner.models import TINY_RANDOM, cache_root, load_policy, load_tokenizer, resolve_policy_path
+from train.loop.checkpoint import checkpoint_logs, load_checkpoint, save_checkpoint
+from train.loop.children import BackgroundEvaluation, Job
+from train.loop.config import ConfigError, HelixConfig, warm_start_inputs
+from train.loop.epoch_metrics import add_phase_times, epoch_metrics, operator_metrics
+from train.loop.evolution import Evolution
+from train.loop.run_dir import RunDir, table_header, table_row
+from train.warm_start.build import policy_source
 
 
 @dataclass
@@ -80,7 +65,7 @@ class Epoch:
     mine: list[Job] = field(default_factory=list)  # this rank's share of the prompts
     completions: list[list[Completion]] = field(default_factory=list)  # this rank's groups
     evaluation: BackgroundEvaluation | None = None  # rank 0
-    outputs: list[list[tuple]] | None = None  # rank 0: every rank's groups, as plain tuples
+    outputs: list[list[Completion]] | None = None  # rank 0: every rank's groups, without logprobs
     children: list[Child] | None = None  # rank 0
     rewards: list[list[float]] | None = None  # trusted rewards per prompt and sample, on every rank
     train: dict = field(default_factory=dict)
@@ -91,9 +76,10 @@ class Epoch:
     stop: bool = False
 
 
-def plain(groups: list) -> list[list[tuple]]:
-    """Completions as (token_ids, text, truncated): what crosses ranks and reaches the evaluator."""
-    return [[(c.token_ids, c.text, c.truncated) for c in group] for group in groups]
+def without_logprobs(groups: list[list[Completion]]) -> list[list[Completion]]:
+    """What crosses ranks and reaches the evaluator: the completions less their logprobs, which only
+    this rank's learner reads."""
+    return [[Completion(c.token_ids, c.text, c.truncated) for c in group] for group in groups]
 
 
 def sampling_seed(run_seed: int, epoch: int, first_prompt: int, group_size: int) -> int:
@@ -133,7 +119,7 @@ class HelixRun:
         if not self.needs_weights and cfg.warm_start.enabled and info.is_main:
             print(f"[helix] warm_start skipped: rollout.engine={cfg.rollout.engine} samples from its own model", flush=True)
         # model.policy, or its warm-started copy (built once, cached)
-        self.policy = policy_source(cfg) if self.needs_weights else cfg.model.policy
+        self.policy = policy_source(warm_start_inputs(cfg)) if self.needs_weights else cfg.model.policy
         cfg.run.name = broadcast(cfg.run.name or f"{config_stem}-{time.strftime('%Y%m%d-%H%M%S')}", info)
         self.library_log = None  # where library chatter goes (run.library_logs: file): the terminal stays readable
         if cfg.run.library_logs == "file":
@@ -141,23 +127,32 @@ class HelixRun:
             self.library_log = Path(cfg.run.output_dir) / cfg.run.name / name
             console.quiet_environment()
         self._build_policy()
-        self.start_epoch, evo_state = 0, None
         self.pending_checkpoint = None  # a Future while an asynchronous checkpoint is being written
-        if resume is not None:
-            self.start_epoch, evo_state = load_checkpoint(resume, self.learner, info)
-            if self.learner is not None and self.engine.needs_sync:  # the engine started from the base weights
-                self.engine.sync_weights(self.learner.full_state_dict())
-            if self.start_epoch >= cfg.trainer.epochs:
-                raise ConfigError(f"{resume} is already at epoch {self.start_epoch} of trainer.epochs = "
-                                  f"{cfg.trainer.epochs}; to train longer, resume with trainer.epochs=<more>")
+        self.start_epoch, evo_state = self._resume() if resume is not None else (0, None)
         self.main = self._build_main(config_stem, evo_state) if info.is_main else None
-        mix = {name: w for name, w in cfg.evolution.operators.items() if w > 0}
+        self._build_operators()
+
+    def _resume(self) -> tuple[int, dict]:
+        """The checkpoint's epoch and evolution state; the learner (and an engine with its own weights) restored."""
+        cfg, resume = self.cfg, self.resume
+        start_epoch, evo_state = load_checkpoint(resume, self.learner, self.info)
+        if self.learner is not None and self.engine.needs_sync:  # the engine started from the base weights
+            self.engine.sync_weights(self.learner.full_state_dict())
+        if start_epoch >= cfg.trainer.epochs:
+            raise ConfigError(f"{resume} is already at epoch {start_epoch} of trainer.epochs = "
+                              f"{cfg.trainer.epochs}; to train longer, resume with trainer.epochs=<more>")
+        return start_epoch, evo_state
+
+    def _build_operators(self) -> None:
+        """The mix's operators (weight > 0) and their draw probabilities, plus edit: what a crossover
+        with no second parent in P_t falls back to."""
+        mix = {name: w for name, w in self.cfg.evolution.operators.items() if w > 0}
         self.operators = {name: make_operator(name, self.task.entry_function) for name in mix}
         self.operator_weights = np.array(list(mix.values()), np.float64) / sum(mix.values())
-        self.edit = make_operator("edit", self.task.entry_function)  # crossover with no second parent in P_t
+        self.edit = make_operator("edit", self.task.entry_function)
         if "best_shot" in mix and function_source(self.task.initial_program, self.task.entry_function) is None:
-            raise ConfigError(f"evolution.operators: best_shot evolves one function, but {cfg.task.name}'s program "
-                              f"has no top-level def {self.task.entry_function}()")
+            raise ConfigError(f"evolution.operators: best_shot evolves one function, but {self.cfg.task.name}'s "
+                              f"program has no top-level def {self.task.entry_function}()")
 
     def _build_policy(self) -> None:
         cfg, info = self.cfg, self.info
@@ -291,11 +286,11 @@ class HelixRun:
                 epoch.evaluation = BackgroundEvaluation(self.task, self.main.evaluator, epoch.jobs, epoch.number,
                                                         self.main.evo.archived, cfg.evolution.repeats)
                 if cfg.rollout.batch_size:
-                    on_batch = lambda first, groups: epoch.evaluation.submit(first, plain(groups))  # noqa: E731
+                    on_batch = lambda first, groups: epoch.evaluation.submit(first, without_logprobs(groups))  # noqa: E731
             on_module = self.learner is not None and self.on_module
             with self.learner.generation_context() if on_module else contextlib.nullcontext():
                 epoch.completions = generate_streaming(self.engine, [j.token_ids for j in epoch.mine], params, on_batch)
-        gathered = gather((plain(epoch.completions), epoch.times["gen_time_s"]), self.info)
+        gathered = gather((without_logprobs(epoch.completions), epoch.times["gen_time_s"]), self.info)
         if self.main:
             epoch.outputs = [group for part, _ in gathered for group in part]
             epoch.times["gen_time_s"] = max(t for _, t in gathered)  # the slowest rank's
@@ -311,7 +306,7 @@ class HelixRun:
                     epoch.evaluation.submit(done, epoch.outputs[done:], self.progress)
                 epoch.children = epoch.evaluation.result()
                 G = self.cfg.rollout.group_size
-                # NaN: an infra failure, no reward (train.learner leaves it out of its group)
+                # NaN: an infra failure, no reward (train.learner.learner leaves it out of its group)
                 rewards = [[c.reward if c.scored else float("nan") for c in epoch.children[j * G:(j + 1) * G]]
                            for j in range(len(epoch.jobs))]
             epoch.times["eval_busy_s"] = epoch.evaluation.busy_s
@@ -361,8 +356,8 @@ class HelixRun:
         completions = [c for group in epoch.outputs for c in group]
         extra = dict(embedded=evo.embedded_last, prompt_items_dropped=sum(len(d["dropped"]) for d in epoch.dropped),
                      prompt_dropped=epoch.dropped, **operator_metrics(epoch.children, prior_best))
-        metrics = epoch_metrics(epoch.number, epoch.children, [len(c[0]) for c in completions],
-                                [bool(c[2]) for c in completions], evo.pool["reward"], epoch.diversity, epoch.chosen,
+        metrics = epoch_metrics(epoch.number, epoch.children, [len(c.token_ids) for c in completions],
+                                [bool(c.truncated) for c in completions], evo.pool["reward"], epoch.diversity, epoch.chosen,
                                 best_reward, evo.archive.count(), epoch.train, extra=extra)
         # Final once the checkpoint is written; the checkpoint carries this provisional row.
         return add_phase_times(metrics, dict(epoch.times, epoch_time_s=time.perf_counter() - epoch.start))

@@ -17,28 +17,28 @@ everything that decides it (base model, tasks and their starters, prompt setting
     python -m train.warm_start --config configs/quickstart.yaml --rebuild  # build it again
 
 The warm-started model is also the run's reference model for the KL: the GRPO update is measured
-against the policy that starts the run.
+against the policy that starts the run. Everything here reads ``WarmStartInputs`` (train.warm_start.config),
+which the run gathers from its config once; the sandbox and the prompts are this room's own, one
+Evaluator and PromptBuilder per task, because the warm start runs (on every rank, under a file lock)
+before the run's rank-0 evaluator exists, for tasks the run may not have, on this machine only.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import fcntl
 import hashlib
 import json
 import shutil
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import numpy as np
 import torch
+
+from train.warm_start.config import WarmStartConfig, WarmStartInputs
 
 RECIPE_VERSION = 2  # bump when the data or training changes, so cached models are rebuilt
 
@@ -62,24 +62,20 @@ class Example:
     answer_ids: list[int]
 
 
-def policy_source(cfg) -> str:
+def policy_source(inputs: WarmStartInputs) -> str:
     """``model.policy``, or the warm-started directory built from it when ``warm_start.enabled``."""
-    if not cfg.warm_start.enabled:
-        return cfg.model.policy
-    return str(ensure_warm_start(cfg))
-
-
-def _tasks(cfg) -> list[str]:
-    return [t for t in cfg.warm_start.tasks.split(",") if t.strip()] or [cfg.task.name]
+    if not inputs.recipe.enabled:
+        return inputs.base
+    return str(ensure_warm_start(inputs))
 
 
 TRAINABLE = ("edit", "rewrite", "crossover")  # operators whose answers the warm start can write
 
 
-def _operators(cfg) -> list[str]:
+def _operators(inputs: WarmStartInputs) -> list[str]:
     """The run's operators the warm start teaches, in the mix's order (best_shot answers are
     left to the policy: a starter's entry function is often a thin wrapper, see README)."""
-    return [name for name, w in cfg.evolution.operators.items() if w > 0 and name in TRAINABLE] or ["edit"]
+    return [name for name, w in inputs.operators.items() if w > 0 and name in TRAINABLE] or ["edit"]
 
 
 def operator_plan(mix: dict[str, float], n: int) -> list[str]:
@@ -112,41 +108,41 @@ def autocast_dtype(setting: str) -> str:
     return setting
 
 
-def cache_key(cfg) -> str:
+def cache_key(inputs: WarmStartInputs) -> str:
     """Hash of everything that decides the warm-started weights."""
     from tasks import load_task
 
-    recipe = asdict(cfg.warm_start) | {"dtype": autocast_dtype(cfg.warm_start.dtype)}  # the weights depend on the resolved one
-    parts = {"version": RECIPE_VERSION, "base": cfg.model.policy, "recipe": recipe,
-             "prompt": [cfg.rollout.max_prompt_tokens, cfg.rollout.n_ancestors, cfg.task.timeout_s]}
-    if _operators(cfg) != ["edit"]:  # the edit-only default keeps the keys (and caches) it always had
-        parts["operators"] = _operators(cfg)
-    for name in _tasks(cfg):
+    recipe = asdict(inputs.recipe) | {"dtype": autocast_dtype(inputs.recipe.dtype)}  # the weights depend on the resolved one
+    parts = {"version": RECIPE_VERSION, "base": inputs.base, "recipe": recipe,
+             "prompt": [inputs.max_prompt_tokens, inputs.n_ancestors, inputs.timeout_s]}
+    if _operators(inputs) != ["edit"]:  # the edit-only default keeps the keys (and caches) it always had
+        parts["operators"] = _operators(inputs)
+    for name in inputs.tasks:
         task = load_task(name)
-        parts[name] = [task.initial_program, task.prompt_description(cfg.rollout.description), task.prompt_template or ""]
+        parts[name] = [task.initial_program, task.prompt_description(inputs.description), task.prompt_template or ""]
         if task.warm_start_mutations:  # tasks without extra kinds keep the keys (and caches) they always had
             parts[name].append(list(task.warm_start_mutations))
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
-def warm_start_dir(cfg) -> Path:
-    from train.models import cache_root
+def warm_start_dir(inputs: WarmStartInputs) -> Path:
+    from train.learner.models import cache_root
 
-    base = Path(cfg.model.policy).name if "/" in cfg.model.policy else cfg.model.policy
-    return cache_root(cfg.model.cache_dir) / "models" / f"{base}-warm-{cache_key(cfg)}"
+    base = Path(inputs.base).name if "/" in inputs.base else inputs.base
+    return cache_root(inputs.cache_dir) / "models" / f"{base}-warm-{cache_key(inputs)}"
 
 
-def ensure_warm_start(cfg, rebuild: bool = False, progress: bool = True) -> Path:
+def ensure_warm_start(inputs: WarmStartInputs, rebuild: bool = False, progress: bool = True) -> Path:
     """The cached warm-started model directory, built first if missing (one builder at a time:
     the other torchrun ranks wait on a file lock and then find it)."""
-    out = warm_start_dir(cfg)
+    out = warm_start_dir(inputs)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out.parent / f".{out.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if rebuild and out.exists():
             shutil.rmtree(out)
         if not (out / "config.json").is_file():
-            build(cfg, out, progress)
+            build(inputs, out, progress)
     return out
 
 
@@ -154,9 +150,9 @@ def _valid_children(evaluator, parent: str, rng: np.random.Generator, want: int,
                     extra: tuple[str, ...] = ()):
     """Up to ``want`` distinct valid mutants of ``parent`` (from ``tries`` draws) with their results. A
     mutant canonically equal to its parent is no target: the loop scores such a child 0 as "unchanged"
-    (train.children), and a policy taught to write it learns to change nothing."""
+    (train.loop.children), and a policy taught to write it learns to change nothing."""
     from population.canonical import canonicalize
-    from train.warm_start_data import mutate
+    from train.warm_start.data import mutate
 
     draws, same = [], canonicalize(parent)
     for _ in range(tries):
@@ -169,64 +165,86 @@ def _valid_children(evaluator, parent: str, rng: np.random.Generator, want: int,
     return kept[:want], len(draws), len(kept)
 
 
-def make_examples(cfg, tokenizer, rng: np.random.Generator, say=print) -> tuple[list[Example], dict]:
-    """Parents (the starter and valid mutants of it) and, per parent, valid mutants as target answers."""
+def make_examples(inputs: WarmStartInputs, tokenizer, rng: np.random.Generator, say=print) -> tuple[list[Example], dict]:
+    """Every task's examples in turn, each task with its own sandbox pool and prompt builder (set up
+    as the loop sets up its own: the same limits, prompt budget and ancestors)."""
     from rewards import Evaluator
-    from rollout.operators import make_operator
     from rollout.prompts import PromptBuilder
     from tasks import load_task
-    from train.warm_start_data import answer_for, combine
 
-    ws = cfg.warm_start
     examples, stats, next_parent = [], {"drawn": 0, "valid": 0}, 0
-    for name in _tasks(cfg):
+    for name in inputs.tasks:
         task = load_task(name)
-        evaluator = Evaluator(task, workers=cfg.task.eval_workers or None, timeout_s=cfg.task.timeout_s,
-                              memory_mb=cfg.task.memory_mb)
-        builder = PromptBuilder(tokenizer, task.prompt_description(cfg.rollout.description), task.entry_function, evaluator.timeout_s,
-                                cfg.rollout.max_prompt_tokens, cfg.rollout.n_ancestors, template=task.prompt_template)
-        seed_result = evaluator.evaluate(task.initial_program)
-        root = Program(task.initial_program, seed_result.reward, seed_result.valid, seed_result.feedback)
-        seen = {root.code}
-        extra = task.warm_start_mutations
-        kids, drawn, valid = _valid_children(evaluator, root.code, rng, ws.parents - 1, 4 * ws.parents, seen, extra)
-        stats["drawn"] += drawn
-        stats["valid"] += valid
-        parents = [(root, [])] + [(Program(m.code, r.reward, r.valid, r.feedback), [root]) for m, r in kids]
-        mix = {k: cfg.evolution.operators[k] for k in _operators(cfg)} if _operators(cfg) != ["edit"] else {"edit": 1.0}
-        plan = operator_plan(mix, len(parents))
-        for i, ((parent, ancestors), op) in enumerate(zip(parents, plan)):
-            others, start = [], parent.code
-            if op == "crossover":  # the mate: the next mutant; the first answer carries both changes
-                mate = parents[1 + i % (len(parents) - 1)][0] if len(parents) > 2 else None
-                both = combine(root.code, parent.code, mate.code) if mate else None
-                result = evaluator.evaluate(both.code) if both else None
-                if result is None or not (result.valid and result.reward > 0):
-                    op = "edit"  # as the loop does when it has no mate: the changes clash or break the program
-                else:
-                    others, start = [mate], both.code
-            prompt = builder.build(parent, ancestors, layout=make_operator(op, task.entry_function).layout(),
-                                   others=others)
-            want = ws.answers_per_parent - (1 if others else 0)
-            # Targets are new programs; with extra kinds they may be other prompts' parents too (symreg's starter
-            # has four index literals: its numeric mutants are mostly parents already, and its prompt, the one
-            # every run starts from, would be left with one or two answers).
-            answers, drawn, valid = _valid_children(evaluator, start, rng, want, 3 * ws.answers_per_parent,
-                                                    (set() if extra else set(seen)) | {parent.code, start}, extra)
-            if others:
-                answers = [(both, result)] + answers
-            stats["drawn"] += drawn
-            stats["valid"] += valid
-            stats.setdefault("operators", {}).setdefault(op, 0)
-            stats["operators"][op] += 1
-            for m, _ in answers:
-                text = answer_for(parent.code, m, op, task.entry_function)
-                ids = tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-                examples.append(Example(name, next_parent, prompt.token_ids, text, ids))
-            next_parent += 1
-        say(f"[helix] warm start: {name}: {len(parents)} parents, "
+        evaluator = Evaluator(task, workers=inputs.eval_workers or None, timeout_s=inputs.timeout_s,
+                              memory_mb=inputs.memory_mb)
+        builder = PromptBuilder(tokenizer, task.prompt_description(inputs.description), task.entry_function,
+                                evaluator.timeout_s, inputs.max_prompt_tokens, inputs.n_ancestors,
+                                template=task.prompt_template)
+        made, n_parents = _task_examples(name, task, inputs, evaluator, builder, tokenizer, rng, stats, next_parent)
+        examples += made
+        next_parent += n_parents
+        say(f"[helix] warm start: {name}: {n_parents} parents, "
             f"{sum(e.task == name for e in examples)} answers")
     return examples, stats
+
+
+def _task_examples(name: str, task, inputs: WarmStartInputs, evaluator, builder, tokenizer, rng: np.random.Generator,
+                   stats: dict, first: int) -> tuple[list[Example], int]:
+    """One task's parents (the starter and valid mutants of it, numbered from ``first``) and, per parent,
+    valid mutants as target answers in its planned operator's format; also how many parents there were.
+    ``stats`` counts the mutants drawn and kept and the prompts per operator."""
+    from rollout.operators import make_operator
+    from train.warm_start.data import answer_for
+
+    ws = inputs.recipe
+    seed_result = evaluator.evaluate(task.initial_program)
+    root = Program(task.initial_program, seed_result.reward, seed_result.valid, seed_result.feedback)
+    seen = {root.code}
+    extra = task.warm_start_mutations
+    kids, drawn, valid = _valid_children(evaluator, root.code, rng, ws.parents - 1, 4 * ws.parents, seen, extra)
+    stats["drawn"] += drawn
+    stats["valid"] += valid
+    parents = [(root, [])] + [(Program(m.code, r.reward, r.valid, r.feedback), [root]) for m, r in kids]
+    mix = {k: inputs.operators[k] for k in _operators(inputs)} if _operators(inputs) != ["edit"] else {"edit": 1.0}
+    examples = []
+    for i, ((parent, ancestors), op) in enumerate(zip(parents, operator_plan(mix, len(parents)))):
+        crossed = _crossover(evaluator, root, parents, i) if op == "crossover" else None
+        if op == "crossover" and crossed is None:
+            op = "edit"  # as the loop does when it has no mate: the changes clash or break the program
+        others, start = ([crossed[0]], crossed[1].code) if crossed else ([], parent.code)
+        prompt = builder.build(parent, ancestors, layout=make_operator(op, task.entry_function).layout(),
+                               others=others)
+        want = ws.answers_per_parent - (1 if others else 0)
+        # Targets are new programs; with extra kinds they may be other prompts' parents too (symreg's starter
+        # has four index literals: its numeric mutants are mostly parents already, and its prompt, the one
+        # every run starts from, would be left with one or two answers).
+        answers, drawn, valid = _valid_children(evaluator, start, rng, want, 3 * ws.answers_per_parent,
+                                                (set() if extra else set(seen)) | {parent.code, start}, extra)
+        if crossed:
+            answers = [crossed[1:]] + answers
+        stats["drawn"] += drawn
+        stats["valid"] += valid
+        stats.setdefault("operators", {}).setdefault(op, 0)
+        stats["operators"][op] += 1
+        for m, _ in answers:
+            text = answer_for(parent.code, m, op, task.entry_function)
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+            examples.append(Example(name, first + i, prompt.token_ids, text, ids))
+    return examples, len(parents)
+
+
+def _crossover(evaluator, root: Program, parents: list, i: int):
+    """Parent i's crossover: (mate, both changes in one program, its evaluation), or None when there is
+    no mate (too few parents) or the two changes clash or break the program. The mate is the next mutant;
+    the program with both changes is the prompt's first answer."""
+    from train.warm_start.data import combine
+
+    mate = parents[1 + i % (len(parents) - 1)][0] if len(parents) > 2 else None
+    both = combine(root.code, parents[i][0].code, mate.code) if mate else None
+    result = evaluator.evaluate(both.code) if both else None
+    if result is None or not (result.valid and result.reward > 0):
+        return None
+    return mate, both, result
 
 
 def _loss(model, batch_examples: list[Example], pad_id: int) -> torch.Tensor:
@@ -235,7 +253,7 @@ def _loss(model, batch_examples: list[Example], pad_id: int) -> torch.Tensor:
     The prompt is run once without gradient and its key/value cache shared by all answers (the
     proof of concept's recipe): gradients flow through the answers' own computation, not back into
     the prompt's. That is an approximation a supervised warm start can afford (the GRPO step, which
-    must be exact, uses train.shared_prefix instead), and it costs about a third of the exact packed
+    must be exact, uses train.learner.shared_prefix instead), and it costs about a third of the exact packed
     pass on a CPU, whose attention has no fast kernel for a custom 4D mask."""
     prompt = batch_examples[0].prompt_ids
     k, p = len(batch_examples), len(prompt) - 1  # the cache holds all but the last prompt token
@@ -259,9 +277,8 @@ def _loss(model, batch_examples: list[Example], pad_id: int) -> torch.Tensor:
     return -(logp * mask).sum() / mask.sum()
 
 
-def train(model, examples: list[Example], cfg, pad_id: int, progress: bool = True) -> list[float]:
+def train(model, examples: list[Example], ws: WarmStartConfig, pad_id: int, progress: bool = True) -> list[float]:
     """AdamW over the examples, one optimizer step per parent prompt (its answers share its cache, see _loss)."""
-    ws = cfg.warm_start
     by_parent: dict[tuple[str, int], list[Example]] = {}
     for e in examples:
         by_parent.setdefault((e.task, e.parent), []).append(e)
@@ -291,41 +308,37 @@ def train(model, examples: list[Example], cfg, pad_id: int, progress: bool = Tru
     return losses
 
 
-def build(cfg, out: Path, progress: bool = True) -> Path:
+def build(inputs: WarmStartInputs, out: Path, progress: bool = True) -> Path:
     """Make the data, fine-tune, and write ``out`` atomically with ``warm_start.json`` (what it is
     and how it went) and ``warm_start_data.jsonl`` (every prompt's parent and target answer)."""
-    from train.console import to_file
-    from train.models import TINY_RANDOM, load_policy, resolve_policy_path
+    from train.learner.console import to_file
+    from train.learner.models import TINY_RANDOM, load_policy, resolve_policy_path
 
     start = time.perf_counter()
     print(f"[helix] warm start: building {out} (once; 3-7 minutes on 2 cores)", flush=True)
-    torch.manual_seed(cfg.warm_start.seed)
-    if cfg.model.policy != TINY_RANDOM:
-        resolve_policy_path(cfg.model.policy, cfg.model.cache_dir)  # a first GGUF conversion says so here
+    torch.manual_seed(inputs.recipe.seed)
+    if inputs.base != TINY_RANDOM:
+        resolve_policy_path(inputs.base, inputs.cache_dir)  # a first GGUF conversion says so here
     chatter = out.parent / f"{out.name}.log"  # transformers' load and save bars
     with to_file(chatter):
-        model, tokenizer = load_policy(cfg.model.policy, "float32", cfg.model.cache_dir)
-    rng = np.random.default_rng(cfg.warm_start.seed)
-    examples, stats = make_examples(cfg, tokenizer, rng)
+        model, tokenizer = load_policy(inputs.base, "float32", inputs.cache_dir)
+    rng = np.random.default_rng(inputs.recipe.seed)
+    examples, stats = make_examples(inputs, tokenizer, rng)
     if not examples:
         raise RuntimeError("warm start: no valid mutation of the starter program(s) was found; nothing to train on")
     t_data = time.perf_counter() - start
-    losses = train(model, examples, cfg, tokenizer.pad_token_id, progress)
+    losses = train(model, examples, inputs.recipe, tokenizer.pad_token_id, progress)
     tmp = Path(tempfile.mkdtemp(prefix=out.name + ".tmp-", dir=out.parent))
     with to_file(chatter):
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-    summary = {"key": out.name, "recipe_version": RECIPE_VERSION, "base": cfg.model.policy, "tasks": _tasks(cfg),
-               "recipe": asdict(cfg.warm_start), "autocast": autocast_dtype(cfg.warm_start.dtype), "examples": len(examples),
+    summary = {"key": out.name, "recipe_version": RECIPE_VERSION, "base": inputs.base, "tasks": list(inputs.tasks),
+               "recipe": asdict(inputs.recipe), "autocast": autocast_dtype(inputs.recipe.dtype), "examples": len(examples),
                "parents": len({(e.task, e.parent) for e in examples}), "mutations_drawn": stats["drawn"],
                "mutations_valid": stats["valid"], "prompts_by_operator": stats.get("operators", {}),
                "loss_first": losses[0], "loss_last": losses[-1], "losses": losses,
                "data_s": round(t_data, 1), "total_s": round(time.perf_counter() - start, 1)}
-    (tmp / "warm_start.json").write_text(json.dumps(summary, indent=1))
-    with open(tmp / "warm_start_data.jsonl", "w") as f:
-        for e in examples:
-            f.write(json.dumps({"task": e.task, "parent": e.parent, "prompt_tokens": len(e.prompt_ids),
-                                "answer": e.answer}) + "\n")
+    _write(tmp, summary, examples)
     try:
         tmp.rename(out)
     except OSError:
@@ -335,25 +348,9 @@ def build(cfg, out: Path, progress: bool = True) -> Path:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    from train.config import ConfigError, load_config
-
-    parser = argparse.ArgumentParser(prog="python -m train.warm_start", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", required=True, help="the run config whose model, task(s) and prompt settings to use")
-    parser.add_argument("--rebuild", action="store_true", help="build again even if cached")
-    parser.add_argument("overrides", nargs="*", help="dotted overrides, e.g. warm_start.epochs=3")
-    args = parser.parse_args(argv)
-    try:
-        cfg = load_config(args.config, list(args.overrides) + ["warm_start.enabled=true"])
-    except ConfigError as err:
-        print(f"warm_start: config error: {err}", file=sys.stderr)
-        return 2
-    out = ensure_warm_start(cfg, rebuild=args.rebuild)
-    summary = json.loads((out / "warm_start.json").read_text())
-    print(json.dumps({k: v for k, v in summary.items() if k != "losses"}, indent=1))
-    print(out)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def _write(folder: Path, summary: dict, examples: list[Example]) -> None:
+    (folder / "warm_start.json").write_text(json.dumps(summary, indent=1))
+    with open(folder / "warm_start_data.jsonl", "w") as f:
+        for e in examples:
+            f.write(json.dumps({"task": e.task, "parent": e.parent, "prompt_tokens": len(e.prompt_ids),
+                                "answer": e.answer}) + "\n")

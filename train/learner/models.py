@@ -18,7 +18,7 @@ os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-from train import console
+from train.learner import console
 
 EMBEDDED_POLICY = "smollm2-135m-instruct"
 TINY_RANDOM = "tiny-random"

@@ -1,0 +1,159 @@
+"""The run's configuration: every section composed into ``HelixConfig``, read from YAML (with
+``base:`` inheritance and dotted overrides), validated, and written back resolved.
+
+Each package and room owns the dataclass of its section (tasks.config, rollout.config,
+population.config, train.learner.config, train.warm_start.config); this module owns the ``run:``
+section, composes the rest, and checks what no one section can: names against the registries and
+settings that must agree across sections. How a section is built and its bounds checked:
+train.loop.schema.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Literal, Optional
+
+import yaml
+
+from population.config import PopulationConfig, SelectionConfig
+from population.selection import SELECTION_STRATEGIES
+from rollout.config import EvolutionConfig, RolloutConfig
+from rollout.engines import ENGINES
+from rollout.operators import OPERATORS
+from tasks import available_tasks
+from tasks.config import TaskConfig
+from train.learner.config import ModelConfig, TrainerConfig
+from train.loop.schema import ConfigError, build, check_bounds, merge, nearest, parse_override
+from train.warm_start.config import WarmStartConfig, WarmStartInputs
+
+
+@dataclass
+class RunConfig:
+    output_dir: str = "runs"
+    name: Optional[str] = None  # default: <config stem>-<timestamp>
+    seed: int = 0
+    export: bool = True  # write an HF model directory at the end
+    # offline: wandb files under RUN_DIR/wandb (`wandb sync` them later); nothing leaves the machine
+    # unless this says online. metrics.jsonl is written either way.
+    wandb: Literal["disabled", "offline", "online"] = "offline"
+    progress: bool = True
+    # file: library chatter (vLLM's INFO/WARNING lines and load bars, wandb's banners) goes to
+    # RUN_DIR/library.log and transformers' bars are off, so the terminal shows the progress bar,
+    # the epoch table and HELIX's own lines. console: everything as the libraries print it.
+    library_logs: Literal["file", "console"] = "file"
+    # completions written to samples.jsonl for inspection
+    samples_per_epoch: Annotated[int, ">= 0"] = 2
+    # epochs between checkpoints (model, optimizer, RNG, population); 0: never
+    checkpoint_every: Annotated[int, ">= 0 (0 disables checkpoints)"] = 1
+    # newest checkpoints kept on disk; older ones are deleted
+    keep_checkpoints: Annotated[int, ">= 1"] = 2
+    # write the model and optimizer files in a background thread while the next epoch runs (the
+    # loop waits only for the copy to CPU memory); false: the loop waits for the whole write
+    async_checkpoint: bool = True
+    # Budgets for fair comparisons (scripts/ablate.py): stop after the epoch that reaches either.
+    # children generated (edited and evaluated); 0: no limit
+    max_evaluations: Annotated[int, ">= 0 (0: no limit)"] = 0
+    time_budget_s: Annotated[float, ">= 0 (0: no limit)"] = 0.0  # wall-clock seconds; 0: no limit
+
+
+@dataclass
+class HelixConfig:
+    task: TaskConfig = field(default_factory=TaskConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    population: PopulationConfig = field(default_factory=PopulationConfig)
+    selection: SelectionConfig = field(default_factory=SelectionConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
+    evolution: EvolutionConfig = field(default_factory=EvolutionConfig)
+
+
+def validate(cfg: HelixConfig, source: str = "<config>") -> HelixConfig:
+    check_bounds(cfg, "", source)
+    mix = cfg.evolution.operators
+    if not (all(w >= 0 for w in mix.values()) and sum(mix.values()) > 0):
+        raise ConfigError(f"{source}: evolution.operators = {mix!r} must give every operator a weight >= 0, "
+                          "and one a weight > 0")
+    registries = [("selection.strategy", SELECTION_STRATEGIES), ("rollout.engine", ENGINES), ("task.name", available_tasks())]
+    if cfg.trainer.enabled:  # verl's registries, so a typo fails now and not after the first epoch's rollouts
+        from train.learner.grpo import known_estimators, known_policy_losses  # deferred: imports verl, seconds
+
+        registries += [("trainer.adv_estimator", known_estimators()), ("trainer.policy_loss", known_policy_losses())]
+    for dotted, registry in registries:
+        section, key = dotted.split(".")
+        value = getattr(getattr(cfg, section), key)
+        if value not in registry:
+            raise ConfigError(f"{source}: {dotted} = {value!r} is not registered."
+                              f"{nearest(value, sorted(registry))} Valid: {sorted(registry)}")
+    for name in cfg.evolution.operators:
+        if name not in OPERATORS:
+            raise ConfigError(f"{source}: evolution.operators names {name!r}, which is not registered."
+                              f"{nearest(name, sorted(OPERATORS))} Valid: {sorted(OPERATORS)}")
+    if cfg.rollout.engine == "openai" and cfg.trainer.enabled:
+        raise ConfigError(f"{source}: rollout.engine = 'openai' samples from a frozen policy behind an HTTP endpoint; "
+                          "set trainer.enabled=false (EvoOnly) or use rollout.engine=vllm / hf to train")
+    if cfg.trainer.rollout_is != "none" and cfg.rollout.temperature != 1.0:
+        raise ConfigError(f"{source}: trainer.rollout_is = {cfg.trainer.rollout_is!r} needs rollout.temperature = 1.0 "
+                          f"(engines return raw logprobs); got {cfg.rollout.temperature}")
+    if cfg.selection.strategy == "islands" and cfg.population.size < cfg.selection.n_islands:
+        raise ConfigError(f"{source}: population.size = {cfg.population.size} must be >= selection.n_islands = "
+                          f"{cfg.selection.n_islands} (every island needs a slot)")
+    return cfg
+
+
+def _read_yaml(path: Path, chain: tuple[Path, ...] = ()) -> dict:
+    """A config file, with ``base: other.yaml`` (relative to the file) merged underneath it, so an
+    ablation is its base config plus the one setting it changes."""
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}" + (f" (the base of {chain[-1]})" if chain else ""))
+    if path.resolve() in chain:
+        raise ConfigError(f"{path}: 'base' files form a cycle: {' -> '.join(str(c) for c in chain + (path,))}")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of sections, got {type(data).__name__}")
+    base = data.pop("base", None)
+    if base is None:
+        return data
+    if not isinstance(base, str):
+        raise ConfigError(f"{path}: 'base' must be a file name, got {base!r}")
+    return merge(_read_yaml(path.parent / base, chain + (path.resolve(),)), data, HelixConfig)
+
+
+def load_config(path: str | Path | None, overrides: list[str] = ()) -> HelixConfig:
+    """Load a YAML file (and its ``base`` chain), apply dotted overrides, and validate everything."""
+    data: dict = {}
+    source = "<defaults>"
+    if path is not None:
+        path = Path(path)
+        source = str(path)
+        data = _read_yaml(path)
+    for text in overrides:
+        data = merge(data, parse_override(text), HelixConfig)
+    if overrides:
+        source += f" (with overrides {' '.join(overrides)})"
+    cfg = build(HelixConfig, data, "", source)
+    return validate(cfg, source)
+
+
+def to_dict(cfg: HelixConfig) -> dict:
+    return dataclasses.asdict(cfg)
+
+
+def dump_config(cfg: HelixConfig, path: str | Path) -> None:
+    """Write the fully resolved config; loading it back gives the same config."""
+    Path(path).write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+
+
+def warm_start_inputs(cfg: HelixConfig) -> WarmStartInputs:
+    """What the warm start reads, taken from the run's sections once: its recipe, the base model, the
+    tasks (``warm_start.tasks``, else the run's), and the prompt and sandbox settings the loop uses."""
+    tasks = tuple(t for t in cfg.warm_start.tasks.split(",") if t.strip()) or (cfg.task.name,)
+    return WarmStartInputs(cfg.warm_start, cfg.model.policy, cfg.model.cache_dir, tasks, dict(cfg.evolution.operators),
+                           cfg.rollout.description, cfg.rollout.max_prompt_tokens, cfg.rollout.n_ancestors,
+                           cfg.task.timeout_s, cfg.task.memory_mb, cfg.task.eval_workers)
