@@ -2,6 +2,7 @@
 (a head with two worker CPUs, its own temp dir, stopped at the end), and the results equal the
 local pool's; a worker SIGKILLed mid-evaluation loses no child and mis-scores none."""
 
+import http.server
 import os
 import re
 import signal
@@ -93,18 +94,58 @@ def ray_cluster():
         log.close()
 
 
-def test_an_unreachable_cluster_is_a_one_line_error_within_seconds_and_no_run_dir(tmp_path, capsys):
+def _bad_addresses():
+    """A non-Ray listener (an HTTP server), a silent port (accepts, says nothing), an unknown host and
+    a closed port; and what keeps the first two listening."""
+    http_port = free_port()
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", http_port), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    return {"http": f"127.0.0.1:{http_port}", "silent": f"127.0.0.1:{silent.getsockname()[1]}",
+            "unknown host": "no-such-head.invalid:6379", "closed": f"127.0.0.1:{free_port()}"}, (httpd, silent)
+
+
+WHAT = {"http": "is not a Ray head", "silent": "does not answer as a Ray head within 5 s",
+        "unknown host": "the host 'no-such-head.invalid' is unknown here", "closed": "nothing listens on port"}
+
+
+def test_a_bad_ray_address_is_one_line_within_15_s_through_the_entry_point_and_no_run_dir(tmp_path):
+    """`python train/helix.py --config configs/quickstart.yaml task.eval_backend=ray task.ray_address=...`
+    against each bad address: exit code 1 and one `helix: error:` line naming the address and what to
+    check, in under 15 s from the start of the process (the check runs before torch is imported,
+    let alone a model loaded), and no run directory."""
+    addresses, keep = _bad_addresses()
+    try:
+        for kind, address in addresses.items():
+            start = time.monotonic()
+            proc = subprocess.run([sys.executable, str(ROOT / "train" / "helix.py"), "--config", QUICK,
+                                   "task.eval_backend=ray", f"task.ray_address={address}",
+                                   f"run.output_dir={tmp_path / 'runs'}"], cwd=ROOT, capture_output=True, text=True,
+                                  stdin=subprocess.DEVNULL, timeout=120)
+            took = time.monotonic() - start
+            err = [line for line in proc.stderr.splitlines() if line.strip()]
+            assert proc.returncode == 1 and took < 15, (kind, proc.returncode, took, proc.stderr[-2000:])
+            assert len(err) == 1 and err[0].startswith(f"helix: error: task.ray_address {address}: "), (kind, err)
+            assert WHAT[kind] in err[0] and "Check" in err[0], (kind, err[0])
+            assert not (tmp_path / "runs").exists()
+    finally:
+        keep[0].shutdown()
+        keep[1].close()
+
+
+def test_an_unreachable_cluster_is_a_one_line_error_in_process_too(tmp_path, capsys):
+    """HelixRun checks again, before anything is loaded or written (main() called in-process)."""
     address = f"127.0.0.1:{free_port()}"  # nothing listens there
     start = time.monotonic()
-    with pytest.raises(RayUnreachable, match="no Ray cluster answers"):
+    with pytest.raises(RayUnreachable, match="nothing listens on port"):
         check_reachable(address)
     assert time.monotonic() - start < 6
-    start = time.monotonic()
     rc = main(["--config", QUICK, *TINY, "rollout.engine=hf", f"run.output_dir={tmp_path}", "run.name=r",
                "task.eval_backend=ray", f"task.ray_address={address}"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 1 and time.monotonic() - start < 30
-    assert err[-1].startswith(f"helix: error: task.ray_address {address}: no Ray cluster answers")
+    assert rc == 1 and err[-1].startswith(f"helix: error: task.ray_address {address}: nothing listens on port")
     assert "Traceback" not in "\n".join(err) and not (tmp_path / "r").exists() and not (tmp_path / "latest").exists()
     with pytest.raises(RayUnreachable, match="HOST:PORT"):
         check_reachable("head-without-port")
@@ -209,7 +250,7 @@ def test_a_child_lost_twice_is_an_infra_failure_not_a_zero_reward(ray_cluster):
         stop.set()
         killer.join()
     assert (result.status, result.valid, result.metrics) == ("infra", False, {"infra_error": 1.0})
-    assert "infrastructure failure" in result.feedback and "lost twice" in result.feedback
+    assert "infrastructure failure" in result.feedback and "was lost twice" in result.feedback
     assert evaluator.evaluate(task.code(2)).reward == 2.5  # the cluster still works afterwards
 
 
