@@ -132,7 +132,12 @@ class RayRunner:
         self._sweep = ray.remote(num_cpus=0, max_retries=0)(ray_worker.sweep)
         if not self._owns_session:  # a session started before (another runner's, or someone else's)
             self._check_shipped()
-        self._watch = Watch(self, self._gcs)
+        try:
+            self._watch = Watch(self, self._gcs)
+        except Exception as exc:  # noqa: BLE001 - grpc.RpcError: the head stopped answering right after ray.init
+            self.close()
+            raise RayUnreachable(f"task.ray_address {address!r}: the head stopped answering after the connection "
+                                 f"({type(exc).__name__}); check its machine and `ray status` there") from None
         self._watch.start()
 
     def _check_shipped(self) -> None:
@@ -172,8 +177,8 @@ class RayRunner:
                 self._cond.notify()
 
     def _check(self) -> None:
-        if self._lost is not None:
-            raise self._lost
+        if self._lost is not None:  # a fresh exception per thread: they are raised at once in many
+            raise ClusterLost(self._lost.event, self._lost.detail)
         if self._closed.is_set():
             raise InfraError("the Ray evaluator was closed")
 
@@ -286,12 +291,12 @@ class RayRunner:
         if watch is not None:
             watch.stop()
         if self._lost is None and ray.is_initialized() and hasattr(self, "_sweep"):
-            running = list(self._running)
+            running = list(self._running.copy())  # (a copy is atomic; other threads add and remove)
             for gen in running:  # what a Ctrl-C or an error left running: killed, then swept below
                 self._lost_attempt(gen, None, "")
             if running:
                 ray.wait(running, num_returns=len(running), timeout=10)
-            if self._owns_session:
+            if self._owns_session and watch is not None:
                 self._sweep_nodes()
         if hasattr(self, "_gcs"):
             self._gcs.close()

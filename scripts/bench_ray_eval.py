@@ -4,7 +4,8 @@
     .venv/bin/python scripts/bench_ray_eval.py --address 10.0.0.5:6379 --workers 32
 
 Rows (evaluations per second, median of --repeats batches; the ratio is Ray's rate over the local
-pool's, both with --workers programs at once):
+pool's, both with --workers programs at once: the local pool's threads, and the private cluster's
+CPUs, which is what Ray admits at once):
 - ``trivial``: an entry that returns 1 (numpy imported): almost all of the cost is per-task overhead.
 - ``circle_packing_26 starter``: the real task through its verifier (about 0.1 s of program).
 - ``1 s program``: an entry that spins the CPU for 1 s, where Ray's overhead should stop mattering.
@@ -73,8 +74,9 @@ def main() -> None:
     for label, task, n in rows:
         code = task.initial_program
         local = rate(Evaluator(task, workers=args.workers), code, n, args.repeats)
-        remote = rate(Evaluator(task, workers=args.workers, runner=make_runner("ray", task, args.address)), code, n,
-                      args.repeats)  # the task's own data files; the Ray session is the first runner's
+        row_runner = make_runner("ray", task, args.address)  # the task's own data files, in the first runner's session
+        remote = rate(Evaluator(task, workers=args.workers, runner=row_runner), code, n, args.repeats)
+        row_runner.close()
         print(f"| {label} | {n} | {local:.2f} | {remote:.2f} | {remote / local:.2f} |", flush=True)
     runner.close()
 

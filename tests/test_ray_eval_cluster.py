@@ -133,14 +133,14 @@ def test_a_queue_longer_than_the_limit_is_not_a_failure_and_at_most_the_cpus_run
     runner submits as many as the cluster has CPUs; with task.eval_workers=12 Ray queues the rest."""
     monkeypatch.setattr(ray_eval, "RESULT_MARGIN_S", 1.0)
     task = sleepy(1.5, 2.5)
-    for workers in (0, 12):
-        runner = runners(task, cluster.cluster.address, workers=workers)
-        assert runner.cpus() == 2
+    runner = runners(task, cluster.cluster.address)
+    assert runner.cpus() == 2
+    for limit in (None, 12):  # the default, then task.eval_workers=12 (make_runner's workers)
+        runner.limit, runner.peak_in_flight, runner.waited_s = limit, 0, []
         results = Evaluator(task, workers=12, timeout_s=2.5, runner=runner).evaluate_many([task.code(k) for k in range(12)])
         assert [(r.status, r.reward) for r in results] == [("ok", k + 0.5) for k in range(12)]
-        assert runner.peak_in_flight == (2 if workers == 0 else 12)
+        assert runner.peak_in_flight == (limit or 2)
         assert max(runner.waited_s) > 2.5 + 1.0  # a deadline from the submission would have failed these
-        runner.close()
 
 
 def test_the_workers_run_the_code_the_driver_ships_not_a_decoy_in_its_working_directory(cluster, tmp_path):
@@ -321,7 +321,7 @@ def test_the_end_of_a_run_leaves_nothing_on_any_node(cluster, runners):
 QUICK = str(ROOT / "configs" / "quickstart.yaml")
 TINY = ["model.policy=tiny-random", "warm_start.enabled=false", "rollout.max_new_tokens=12", "rollout.group_size=4",
         "trainer.prompts_per_epoch=2", "run.progress=false", "task.eval_workers=2", "population.size=4",
-        "run.wandb=disabled", "run.export=false", "rollout.engine=scripted", "trainer.epochs=3", "run.checkpoint_every=1"]
+        "run.wandb=disabled", "run.export=false", "rollout.engine=scripted", "trainer.epochs=2", "run.checkpoint_every=1"]
 
 
 def _archive(run: Path) -> list[tuple]:
