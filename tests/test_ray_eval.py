@@ -2,6 +2,7 @@
 (a head with two worker CPUs, its own temp dir, stopped at the end), and the results equal the
 local pool's; a worker SIGKILLed mid-evaluation loses no child and mis-scores none."""
 
+import contextlib
 import http.server
 import os
 import re
@@ -17,6 +18,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from ray_cluster import in_session, session_of
 
 from rewards import Evaluator, make_runner
 from rewards.ray_eval import RayUnreachable, check_reachable
@@ -55,6 +57,21 @@ def _parent(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
+_HEAD: dict[str, int] = {}
+
+
+def _our_worker_running_a_sandbox() -> tuple[int, int] | None:
+    """(Ray worker, its sandbox's runner) of this module's cluster, never another cluster's on the machine."""
+    for runner_pid in _pids_with("child_runner.py"):
+        try:
+            worker = _parent(runner_pid)
+        except (OSError, ValueError, IndexError):
+            continue
+        if session_of(worker) == _HEAD.get("sid"):
+            return worker, runner_pid
+    return None
+
+
 @pytest.fixture(scope="module")
 def ray_cluster():
     """A Ray head on 127.0.0.1 with 2 CPUs (two worker processes), in a temp dir of its own."""
@@ -78,13 +95,16 @@ def ray_cluster():
                 if head.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("the Ray head did not start:\n" + Path(log.name).read_text()[-3000:])
                 time.sleep(0.5)
+        _HEAD["sid"] = head.pid  # its session: the raylet and the Ray workers (they leave its process group)
         yield address
     finally:
         import ray
 
         if ray.is_initialized():
             ray.shutdown()
-        os.killpg(head.pid, signal.SIGKILL)  # a throwaway cluster: no graceful stop (that takes 30 s)
+        for pid in in_session(head.pid):  # a throwaway cluster: no graceful stop (that takes 30 s)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         head.wait()
         for pid in _pids_with(temp):  # anything of this cluster that left the process group
             try:
@@ -204,15 +224,11 @@ def test_a_sigkilled_worker_is_retried_and_no_child_is_lost_or_misscored(ray_clu
     def kill_one_worker():
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not killed:
-            for runner_pid in _pids_with("child_runner.py"):
-                try:
-                    worker = _parent(runner_pid)
-                    if "ray::" in Path(f"/proc/{worker}/cmdline").read_text():
-                        os.kill(worker, signal.SIGKILL)
-                        killed.append((worker, runner_pid))
-                        break
-                except (OSError, ValueError, IndexError):
-                    continue
+            found = _our_worker_running_a_sandbox()
+            if found is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(found[0], signal.SIGKILL)
+                    killed.append(found)
             time.sleep(0.2)
 
     killer = threading.Thread(target=kill_one_worker)
@@ -233,14 +249,11 @@ def test_a_child_lost_twice_is_an_infra_failure_not_a_zero_reward(ray_cluster):
 
     def kill_every_worker():  # every attempt dies: the first run and Ray's one retry
         while not stop.is_set():
-            for runner_pid in _pids_with("child_runner.py"):
-                try:
-                    worker = _parent(runner_pid)
-                    if "ray::" in Path(f"/proc/{worker}/cmdline").read_text():
-                        os.kill(worker, signal.SIGKILL)
-                except (OSError, ValueError, IndexError):
-                    continue
-            time.sleep(0.2)
+            found = _our_worker_running_a_sandbox()
+            if found is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(found[0], signal.SIGKILL)
+            time.sleep(0.05)
 
     killer = threading.Thread(target=kill_every_worker)
     killer.start()

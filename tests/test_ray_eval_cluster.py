@@ -127,20 +127,20 @@ def worker_running(tracked: Tracked, text: str = "program.py main", timeout_s: f
 
 
 def test_a_queue_longer_than_the_limit_is_not_a_failure_and_at_most_the_cpus_run(cluster, runners, monkeypatch):
-    """12 programs of 1.5 s under a 2.5 s limit on 2 CPUs, 1 s of margin: most wait far longer than
-    2.5 + 1 s before they start. Counted from the submission (main 9816832: 2 x limit + 60 s), they
+    """16 programs of 1 s under a 4 s limit on 2 CPUs, 1 s of margin: the last ones wait longer than
+    4 + 1 s before they start. Counted from the submission (main 9816832: 2 x limit + 60 s), they
     would be infra failures; counted from the start, all come back ok. With the default limit the
-    runner submits as many as the cluster has CPUs; with task.eval_workers=12 Ray queues the rest."""
+    runner submits as many as the cluster has CPUs; with task.eval_workers=16 Ray queues the rest."""
     monkeypatch.setattr(ray_eval, "RESULT_MARGIN_S", 1.0)
-    task = sleepy(1.5, 2.5)
+    task = sleepy(1, 4.0)
     runner = runners(task, cluster.cluster.address)
     assert runner.cpus() == 2
-    for limit in (None, 12):  # the default, then task.eval_workers=12 (make_runner's workers)
+    for limit in (None, 16):  # the default, then task.eval_workers=16 (make_runner's workers)
         runner.limit, runner.peak_in_flight, runner.waited_s = limit, 0, []
-        results = Evaluator(task, workers=12, timeout_s=2.5, runner=runner).evaluate_many([task.code(k) for k in range(12)])
-        assert [(r.status, r.reward) for r in results] == [("ok", k + 0.5) for k in range(12)]
+        results = Evaluator(task, workers=16, timeout_s=4.0, runner=runner).evaluate_many([task.code(k) for k in range(16)])
+        assert [(r.status, r.reward) for r in results] == [("ok", k + 0.5) for k in range(16)]
         assert runner.peak_in_flight == (limit or 2)
-        assert max(runner.waited_s) > 2.5 + 1.0  # a deadline from the submission would have failed these
+        assert max(runner.waited_s) > 4.0 + 1.0  # a deadline from the submission would have failed these
 
 
 def test_the_workers_run_the_code_the_driver_ships_not_a_decoy_in_its_working_directory(cluster, tmp_path):
@@ -209,7 +209,7 @@ def test_a_hung_worker_is_cancelled_and_its_program_run_again(cluster, runners, 
     """A worker that stops answering mid-program (SIGSTOP: a hung node): no result within the limit
     plus the margin of its start, so the attempt is cancelled (force) and run again elsewhere."""
     monkeypatch.setattr(ray_eval, "RESULT_MARGIN_S", 2.0)
-    task = sleepy(1, 3.0)
+    task = sleepy(1, 6.0)
     runner = runners(task, cluster.cluster.address)
     stopped = []
 
@@ -221,13 +221,13 @@ def test_a_hung_worker_is_cancelled_and_its_program_run_again(cluster, runners, 
     stopper.start()
     start = time.monotonic()
     try:
-        results = Evaluator(task, timeout_s=3.0, runner=runner).evaluate_many([task.code(k) for k in range(2)])
+        results = Evaluator(task, timeout_s=6.0, runner=runner).evaluate_many([task.code(k) for k in range(2)])
     finally:
         stopper.join()
         os.kill(stopped[0], signal.SIGKILL)  # a hung worker dies eventually; Ray's cancel cannot reach it
     assert [(r.status, r.reward) for r in results] == [("ok", 0.5), ("ok", 1.5)]
     assert runner.cancelled >= 1 and time.monotonic() - start < 60
-    results = Evaluator(task, timeout_s=3.0, runner=runner).evaluate_many([task.code(7)])  # the next program
+    results = Evaluator(task, timeout_s=6.0, runner=runner).evaluate_many([task.code(7)])  # the next program
     assert results[0].reward == 7.5
     time.sleep(0.5)
     assert cluster.leftovers(dead_only=True) == NOTHING
