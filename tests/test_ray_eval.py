@@ -112,6 +112,7 @@ def ray_cluster():
             except ProcessLookupError:
                 pass
         log.close()
+        subprocess.run(["rm", "-rf", temp], check=False)  # its session's logs and sockets
 
 
 def _bad_addresses():
