@@ -4,12 +4,14 @@
     .venv/bin/python scripts/bench_ray_eval.py --address 10.0.0.5:6379 --workers 32
 
 Rows (evaluations per second, median of --repeats batches; the ratio is Ray's rate over the local
-pool's, both with --workers programs at once):
+pool's, both with --workers programs at once: the local pool's threads, and the private cluster's
+CPUs, which is what Ray admits at once):
 - ``trivial``: an entry that returns 1 (numpy imported): almost all of the cost is per-task overhead.
 - ``circle_packing_26 starter``: the real task through its verifier (about 0.1 s of program).
 - ``1 s program``: an entry that spins the CPU for 1 s, where Ray's overhead should stop mattering.
 Ray's first batch after start-up pays for worker processes and the runtime_env upload; one warm-up
-batch per row runs before timing.
+batch per row runs before timing. The two backends' batches alternate (local, Ray, Ray, local, ...),
+so a busy neighbour on the machine slows both alike.
 """
 
 from __future__ import annotations
@@ -40,18 +42,23 @@ def bare_task(name: str, code: str):
                            verify=lambda value: Verdict(float(value), True, "ok", {}))
 
 
-def rate(evaluator: Evaluator, code: str, n: int, repeats: int) -> float:
+def rates(evaluators: list[Evaluator], code: str, n: int, repeats: int) -> list[float]:
+    """Median evaluations/s of each evaluator, their batches interleaved (A B, then B A, ...) so that
+    what else the machine does at the time weighs on both alike."""
     programs = [f"{code}\n# {k}\n" for k in range(n)]  # distinct texts: nothing can be cached
-    evaluator.evaluate_many(programs[: evaluator.workers])  # warm-up
-    rates = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        results = evaluator.evaluate_many(programs)
-        rates.append(n / (time.perf_counter() - start))
-        bad = [r.status for r in results if r.status != "ok"]
-        if bad:
-            raise SystemExit(f"bench_ray_eval: {len(bad)} evaluations failed ({bad[0]})")
-    return statistics.median(rates)
+    for evaluator in evaluators:
+        evaluator.evaluate_many(programs[: evaluator.workers])  # warm-up
+    found: list[list[float]] = [[] for _ in evaluators]
+    for repeat in range(repeats):
+        order = range(len(evaluators)) if repeat % 2 == 0 else reversed(range(len(evaluators)))
+        for i in order:
+            start = time.perf_counter()
+            results = evaluators[i].evaluate_many(programs)
+            found[i].append(n / (time.perf_counter() - start))
+            bad = [r.status for r in results if r.status != "ok"]
+            if bad:
+                raise SystemExit(f"bench_ray_eval: {len(bad)} evaluations failed ({bad[0]})")
+    return [statistics.median(r) for r in found]
 
 
 def main() -> None:
@@ -72,9 +79,10 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for label, task, n in rows:
         code = task.initial_program
-        local = rate(Evaluator(task, workers=args.workers), code, n, args.repeats)
-        remote = rate(Evaluator(task, workers=args.workers, runner=make_runner("ray", task, args.address)), code, n,
-                      args.repeats)  # the task's own data files; the Ray session is the first runner's
+        row_runner = make_runner("ray", task, args.address)  # the task's own data files, in the first runner's session
+        local, remote = rates([Evaluator(task, workers=args.workers),
+                               Evaluator(task, workers=args.workers, runner=row_runner)], code, n, args.repeats)
+        row_runner.close()
         print(f"| {label} | {n} | {local:.2f} | {remote:.2f} | {remote / local:.2f} |", flush=True)
     runner.close()
 

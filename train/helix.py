@@ -20,6 +20,10 @@ if __package__ in (None, ""):  # run as a script: import the repo's packages, no
     _here = Path(__file__).resolve().parent
     sys.path = [p for p in sys.path if Path(p or ".").resolve() != _here]
     sys.path.insert(0, str(_here.parent))
+    if __name__ == "__main__":  # a wrong task.ray_address: one line within seconds, before torch is imported
+        from train.ray_precheck import early_ray_check
+
+        early_ray_check(sys.argv[1:])
 
 import argparse
 import gc
@@ -33,7 +37,7 @@ import torch
 if "DS_ACCELERATOR" not in os.environ and not torch.cuda.is_available():
     os.environ["DS_ACCELERATOR"] = "cpu"  # what DeepSpeed picks here anyway, without its warning on every start
 
-from rewards.ray_eval import RayUnreachable
+from rewards.ray_eval import ClusterLost, RayUnreachable
 from rollout.openai_engine import EndpointError
 from train.backends import needs_process_group
 from train.checkpoint import latest_checkpoint
@@ -42,6 +46,7 @@ from train.distributed import DistInfo, init_distributed, shutdown
 from train.epoch_loop import HelixRun
 from train.export_cli import main as export_main
 from train.models import ModelNotFoundError
+from train.run_dir import stop_line
 
 
 def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None = None) -> Path | None:
@@ -104,6 +109,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except RayUnreachable as err:  # task.eval_backend=ray: no cluster at task.ray_address
         print(f"helix: error: {err}", file=sys.stderr)
+        return 1
+    except ClusterLost as err:  # task.eval_backend=ray: the cluster went away mid-run (archive, run dir closed)
+        run_path = Path(cfg.run.output_dir) / cfg.run.name
+        began = bool(cfg.run.name) and (run_path / "config.yaml").is_file()
+        print(f"helix: error: {stop_line(run_path, err.event, err.detail) if began else err}", file=sys.stderr)
         return 1
     finally:
         # What the run left in reference cycles (a DDP/FSDP/DeepSpeed model with hooks on the group)

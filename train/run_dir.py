@@ -10,6 +10,7 @@ import contextlib
 import json
 import math
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -138,6 +139,30 @@ class RunDir:
         if self._wandb is not None:
             self._wandb.finish(exit_code=exit_code)
             self._wandb = None
+
+
+def resume_command(run_path: Path) -> str:
+    """The command that continues the run at ``run_path`` from its newest complete checkpoint."""
+    script = sys.argv[0] if sys.argv[0].endswith("helix.py") else "train/helix.py"
+    ranks = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1")))
+    launcher = f"torchrun --nproc_per_node {ranks}" if ranks > 1 else "python"
+    return f"{launcher} {script} --resume {run_path}"
+
+
+def stop_line(run_path: Path, event: str, detail: str = "") -> str:
+    """One line for a run that stops before its end (a lost Ray cluster, Ctrl-C): in which epoch, the
+    last complete checkpoint, and the exact command that continues from it, e.g. ``interrupted in
+    epoch 3; last complete checkpoint: epoch 2 (runs/x/checkpoints/epoch-000002); resume with:
+    python train/helix.py --resume runs/x``."""
+    from train.checkpoint import latest_checkpoint  # it imports this module
+
+    epoch = _last_epoch(run_path / "metrics.jsonl") + 1
+    line = f"{event} in epoch {epoch}" + (f" ({detail})" if detail else "")
+    ckpt = latest_checkpoint(run_path)
+    if ckpt is None:
+        return f"{line}; no complete checkpoint yet: start the run again"
+    return f"{line}; last complete checkpoint: epoch {int(ckpt.name.split('-')[1])} ({ckpt}); resume with: " \
+           f"{resume_command(run_path)}"
 
 
 def table_header() -> str:
