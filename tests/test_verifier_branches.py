@@ -165,7 +165,7 @@ def test_heights_whose_float_sum_cancels_are_scored_with_the_exact_sum():
 def tiny(tmp_path):
     """One data set of one instance, items 100, 50 and 51, capacity 150, in the task's format."""
     np.savez_compressed(tmp_path / "data.npz", capacity=np.array(150), names=np.array(["T"]),
-                        items_T=np.array([[100, 50, 51]], dtype=np.int16))
+                        items_T=np.array([100, 50, 51], dtype=np.int16), lengths_T=np.array([3]))
     return Instances(tmp_path)
 
 
