@@ -4,7 +4,7 @@ the cheats there lift the reward when it runs, so they are not duds. No task use
 
 It runs INSIDE the sandbox, after the program, with data.npz copied into the sandbox's directory, and
 packs every instance there, one after the other (FunSearch's online_binpack): the whole item sequence
-is in the program's own process, which is the hole the driver closes (tasks/bin_packing_driver.py).
+is in the program's own process, which is the hole the driver closes (tasks/families/bin_packing/driver.py).
 Its entry is ``helix_online_binpack()``; it returns the same artefact the driver does.
 """
 

@@ -28,7 +28,8 @@ OR = load_task("bin_packing_or")
 def tasks_dir(tmp_path, monkeypatch):
     """A private tasks/ folder: bin_packing_or copied as `copy`, with the shared harness."""
     shutil.copytree(OR.folder, tmp_path / "copy", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(OR.folder.parent / "bin_packing_harness.py", tmp_path)
+    (tmp_path / "families" / "bin_packing").mkdir(parents=True)
+    shutil.copy(OR.folder.parent / "families" / "bin_packing" / "harness.py", tmp_path / "families" / "bin_packing")
     spec = tmp_path / "copy" / "task.yaml"
     spec.write_text(spec.read_text().replace("name: bin_packing_or", "name: copy"))
     monkeypatch.setattr(tasks.base, "TASKS_DIR", tmp_path)
@@ -46,7 +47,7 @@ def test_a_copy_loads_with_its_driver(tasks_dir):
     (lambda t: t.replace("driver: DRIVER", "driver: INSTANCES"), ["does not define the callable INSTANCES"]),
     (lambda t: t.replace("driver: DRIVER", "driver: 3"), ["'driver' must be a Python identifier"]),
     (lambda t: t.replace("driver: DRIVER", "driver: drive.r"), ["'driver' must be a Python identifier"]),
-    (lambda t: t.replace("harness: ../bin_packing_harness.py", "").replace("harness_entry: helix_online_step", ""),
+    (lambda t: t.replace("harness: families/bin_packing/harness.py", "").replace("harness_entry: helix_online_step", ""),
      ["'driver' drives the harness's entry step by step: add 'harness' and 'harness_entry'"]),
     (lambda t: t + "cascade_entry: helix_online_step\ncascade_timeout_s: 5\n", ["'driver' and 'cascade_entry' cannot be combined"]),
 ])

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hostile_verdicts import evaluate_quietly, verify_quietly
 
-import tasks.symreg_verify as sv
+import tasks.families.symreg.verify as sv
 from rewards import Evaluator, run_program
 from tasks import load_task
 from tasks.base import Verdict

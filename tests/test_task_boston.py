@@ -19,7 +19,7 @@ from sklearn.model_selection import KFold
 
 from rewards import Evaluator, run_program
 from tasks import boston_data, load_task
-from tasks.boston_verify import paper_reward, rmse
+from tasks.families.boston.verify import paper_reward, rmse
 
 TASK = load_task("boston_housing")
 REPO = Path(__file__).resolve().parents[1]

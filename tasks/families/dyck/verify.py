@@ -2,7 +2,7 @@
 
 The task (Brown et al., "Even with AI, Bijection Discovery is Still Hard", OpenEvolve, Section 3.2,
 paper 000 line 136) asks for a bijection from Dyck paths of semilength n to 321-avoiding
-permutations of [n]. The sandboxed harness (tasks/dyck_harness.py, which cannot import this module:
+permutations of [n]. The sandboxed harness (tasks/families/dyck/harness.py, which cannot import this module:
 tasks/ is hidden from the sandbox) calls the program's ``dyck_to_perm(path)`` on every path of
 semilength 1..N_MAX in the order of ``dyck_paths`` and returns the outputs; the verifier pairs them
 with its own enumeration from here and scores them with ``scores`` (paper line 59):

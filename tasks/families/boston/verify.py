@@ -1,6 +1,6 @@
 """Trusted scoring of Boston Housing predictions (HELIX appendix B.1.3, eq. 8-9), run in the parent.
 
-The sandboxed harness (tasks/boston_harness.py) returns run_model's predictions for the 102
+The sandboxed harness (tasks/families/boston/harness.py) returns run_model's predictions for the 102
 held-out rows; their targets are read here from tasks/boston_housing/heldout.npz, which is never
 copied into the sandbox. RMSE = sqrt(mean((y - y_hat)^2)) over those rows (eq. 9) and
 R = 2 - log10(RMSE + 1e-10) (eq. 8). The reward is R floored at 0, so a valid but absurd model

@@ -1,8 +1,8 @@
 """Trusted scoring of online bin packings, shared by tasks/bin_packing_or and tasks/bin_packing_weibull
 (FunSearch, paper 001, section 2.2 "Bin packing" and Table 1).
 
-The program evolves ``priority(item, bins)``. The trusted driver (tasks/bin_packing_driver.py, in
-the evaluating process) hands the sandboxed harness (tasks/bin_packing_harness.py) the items one
+The program evolves ``priority(item, bins)``. The trusted driver (tasks/families/bin_packing/driver.py, in
+the evaluating process) hands the sandboxed harness (tasks/families/bin_packing/harness.py) the items one
 round at a time, takes back the bin chosen for each, refuses a bin without room, and returns the
 bin assignment: for each data set, for each instance, the bin index of each item in arrival
 order. Here the assignment is re-checked from scratch against the item sizes this module loads
@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from tasks.base import Verdict, invalid
-from tasks.bin_packing_data import DATA_FILE, read
+from tasks.families.bin_packing.data import DATA_FILE, read
 
 # FunSearch (Nature 2023) Table 1: fraction of excess bins over the L2 bound, in percent.
 PUBLISHED = {

@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from tasks.base import Verdict, invalid
-from tasks.circles import best_known, has_bool  # noqa: F401 - best_known re-exported for the task folders
+from tasks.families.circles.verify import best_known, has_bool  # noqa: F401 - best_known re-exported for the task folders
 
 MIN_NORM = 1e-9  # rows shorter than this have no direction: rejected
 DUPLICATE_TOL = 1e-9  # radians: two points at a smaller angle are the same point

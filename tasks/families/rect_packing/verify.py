@@ -5,14 +5,14 @@ program's choice with 2(w + h) <= 4, maximising the sum of radii.
 The program returns the rectangle and the circles: a dict {"width": w, "height": h,
 "centers": (n, 2), "radii": (n,)}; other keys (a reported sum, say) are ignored and the reward
 is recomputed from centres and radii. Every constraint is checked with the absolute tolerance
-of the unit-square tasks, TOL = 1e-9 (tasks/circles.py):
+of the unit-square tasks, TOL = 1e-9 (tasks/families/circles/verify.py):
 
 * w > 0 and h > 0, finite numbers, and w + h <= 2 + TOL (perimeter 2(w + h) <= 4 + 2 TOL);
 * r_i >= 0 (strictly: a negative radius is rejected);
 * x_i - r_i >= -TOL, x_i + r_i <= w + TOL, y_i - r_i >= -TOL, y_i + r_i <= h + TOL;
 * |c_i - c_j| >= r_i + r_j - TOL for i < j.
 
-The tolerances buy nothing: as in the unit-square tasks (tasks/circles.py, ``certified_radii``),
+The tolerances buy nothing: as in the unit-square tasks (tasks/families/circles/verify.py, ``certified_radii``),
 each radius counts minus its circle's largest overlap or overhang, and a rectangle with
 w + h > 2 (by at most TOL) has its packing scaled by 2 / (w + h), so the reward is the sum of a
 packing that meets every constraint exactly. A rejection says which constraint, which circle(s)
@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from tasks.base import Verdict, invalid
-from tasks.circles import (
+from tasks.families.circles.verify import (
     LIMIT,
     TOL,
     as_array,

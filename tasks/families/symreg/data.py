@@ -7,7 +7,7 @@ in one input, as LLM-SRBench's OOD split). Per task folder two files are written
 * ``data.npz``    x_train_i, y_train_i, x_test_i for case i: copied into the sandbox for the fit;
 * ``heldout.npz`` y_test_i: read only by the trusted verifier in the parent, never copied.
 
-    python tasks/symreg_data.py          # rewrite every tasks/symreg_*/data.npz and heldout.npz
+    python -m tasks.families.symreg.data  # rewrite every tasks/symreg_*/data.npz and heldout.npz
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from typing import Callable
 
 import numpy as np
 
-TASKS_DIR = Path(__file__).resolve().parent
+from tasks.base import TASKS_DIR
+
 N_TRAIN, N_TEST = 400, 200
 Box = tuple[tuple[float, float], tuple[float, float]]  # (low, high) per input column
 

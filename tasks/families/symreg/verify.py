@@ -1,6 +1,6 @@
 """Trusted scoring of symbolic-regression predictions (paper eq. 26-28), run in the parent.
 
-The sandboxed harness (tasks/symreg_harness.py) returns test predictions per case; the held-out
+The sandboxed harness (tasks/families/symreg/harness.py) returns test predictions per case; the held-out
 targets are read here from the task folder's ``heldout.npz``, which is never copied into the
 sandbox. The paper's reward is R = -log10(median_i NMSE_i) (eq. 27-28). We use
 R = log10(1 + 1/NMSE) on the median, with NMSE floored at 1e-12:

@@ -5,7 +5,7 @@ A cap set is a set of vectors in Z_3^n = {0, 1, 2}^n with no line: no three dist
 a, b, c with a + b + c = 0 (mod 3), i.e. for distinct a, b the third point of their line,
 c = -(a + b) mod 3, is not in the set. The reward is the set's size.
 
-The artefact is the list of vectors that tasks/cap_set_harness.py built in the sandbox with the
+The artefact is the list of vectors that tasks/families/cap_set/harness.py built in the sandbox with the
 program's priority function; it is re-checked from scratch here, never trusted: a list of at
 most 3^n lists of n integers in {0, 1, 2} (no floats such as 1.0, no booleans), no vector twice,
 and no line. Vectors are encoded as base-3 integers (first coordinate most significant, the

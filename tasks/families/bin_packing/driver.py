@@ -6,7 +6,7 @@ sandbox held the data (a copy of data.npz, and the harness's item arrays in the 
 process), a program could read the future from the file, from the harness's frames or from
 ``gc.get_objects()``, plan an offline packing and steer every item into it: 98.7 on bin_packing_or,
 above FunSearch's 96.4. Here the items stay in the evaluating process. The program's side
-(tasks/bin_packing_harness.py) gets, per request, the next item of each instance; its reply is the
+(tasks/families/bin_packing/harness.py) gets, per request, the next item of each instance; its reply is the
 bin chosen for each.
 
 The driver is FunSearch's skeleton (paper 001, Figure 2b; ``online_binpack`` in its notebook): an
@@ -14,7 +14,7 @@ instance of n items starts with n empty bins, so there is always room. It is aut
 the bins: a reply that is not a list of one plain int per item, or names no bin, or a bin without
 room for its item, ends the run (ValueError, one line: bad_output). Which fitting bin the program
 picks is its business; every choice made from past items only is an online algorithm. The artefact
-is {data set: [bin index of each item, per instance]}, which the verifier (tasks/bin_packing.py)
+is {data set: [bin index of each item, per instance]}, which the verifier (tasks/families/bin_packing/verify.py)
 re-checks against its own copy of the sizes.
 
 Only numpy and the standard library are imported here: Ray pickles this module by value for its

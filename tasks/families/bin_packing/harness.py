@@ -1,6 +1,6 @@
 """Online bin packing, the program's side: runs INSIDE the sandbox, appended after the candidate program.
 
-The items are not here. The trusted driver (tasks/bin_packing_driver.py) holds them in the evaluating
+The items are not here. The trusted driver (tasks/families/bin_packing/driver.py) holds them in the evaluating
 process and packs every instance side by side: each request holds the next item of every instance
 that has one, {"items": [[instance, size], ...]}, and the sandbox sends back what
 ``helix_online_step(request)`` returns, the bin chosen for each. The first request also opens the

@@ -23,7 +23,7 @@ sizes of its instances one after the other, int16) and ``lengths_<name>`` (items
 ``read`` turns that back into one array per instance. The trusted driver and the verifier read it;
 nothing of it is copied into the sandbox.
 
-    python tasks/bin_packing_data.py     # rewrite both data.npz files
+    python -m tasks.families.bin_packing.data  # rewrite both data.npz files
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-TASKS_DIR = Path(__file__).resolve().parent
+from tasks.base import TASKS_DIR
+
 DATA_FILE = "data.npz"
 
 OR_CAPACITY = 150

@@ -1,7 +1,7 @@
 """Dyck-path bijection harness: runs INSIDE the sandbox, appended after the candidate program.
 
 The program defines ``dyck_to_perm(path)``. This harness enumerates every Dyck path of semilength
-1..7 itself (the same order as tasks/dyck.py's ``dyck_paths``, which it cannot import: tasks/ is
+1..7 itself (the same order as tasks/families/dyck/verify.py's ``dyck_paths``, which it cannot import: tasks/ is
 hidden from the sandbox), calls the function on every path in that order and then once more on
 every path in the reverse order, and returns only the outputs of both passes, one per path in
 the forward order: a list of integers, or None where the call raised or returned something that
@@ -16,8 +16,8 @@ so they cannot clash with the program's; being executed after the program, its d
 import operator as _helix_operator
 
 _HELIX_N_MAX = 7
-_HELIX_MAX_LEN = 64  # tasks/dyck.py MAX_LEN
-_HELIX_MAX_ABS = 10**9  # tasks/dyck.py MAX_ABS
+_HELIX_MAX_LEN = 64  # tasks/families/dyck/verify.py MAX_LEN
+_HELIX_MAX_ABS = 10**9  # tasks/families/dyck/verify.py MAX_ABS
 
 
 def _helix_dyck_paths(n):
