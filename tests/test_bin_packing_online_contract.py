@@ -13,10 +13,11 @@ import tempfile
 from array import array
 
 import pytest
+from conftest import child_env
 
 import tasks.base
 from rewards import isolation, run_program
-from rewards.sandbox import RUNNER, SANDBOX_USER
+from rewards.sandbox import SANDBOX_USER
 from tasks import load_task
 
 OR = load_task("bin_packing_or")
@@ -217,10 +218,9 @@ def step(request):
 EVALUATOR = r'''
 import json, os, sys
 from array import array
-sys.path.insert(0, sys.argv[1])
 from rewards import run_program
 
-SECRET = json.loads(sys.argv[3])
+SECRET = json.loads(sys.argv[2])
 HELD = array("q", SECRET)  # the driver's data, raw int64 in this process
 
 
@@ -231,7 +231,7 @@ def driver():
     return answers
 
 
-out = run_program(open(sys.argv[2]).read(), "step", 60.0, 512, driver=driver)
+out = run_program(open(sys.argv[1]).read(), "step", 60.0, 512, driver=driver)
 with open("/proc/self/mem", "rb", buffering=0) as mem:  # the data are there to be found by whoever may read it
     mem.seek(HELD.buffer_info()[0])
     here = mem.read(24) == HELD.tobytes()
@@ -253,8 +253,8 @@ def test_the_program_cannot_read_the_drivers_memory_when_the_evaluator_is_root(t
         pytest.skip("the root path: the evaluator is root and programs run as nobody")
     program = tmp_path / "snoop.py"
     program.write_text(SNOOP)
-    out = subprocess.run([sys.executable, "-c", EVALUATOR, os.path.dirname(os.path.dirname(RUNNER)), str(program),
-                          json.dumps(SECRET)], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", EVALUATOR, str(program), json.dumps(SECRET)], capture_output=True, text=True,
+                         timeout=120, env=child_env())
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     check_snoop(report, report["pid"])
@@ -279,8 +279,8 @@ def test_the_program_cannot_read_the_drivers_memory_when_the_evaluator_is_an_ord
         with open(program, "w") as fh:
             fh.write(SNOOP)
         os.chmod(program, 0o644)
-        out = subprocess.run([*prefix, "-c", EVALUATOR, os.path.dirname(os.path.dirname(RUNNER)), program,
-                              json.dumps(SECRET)], capture_output=True, text=True, timeout=120)
+        out = subprocess.run([*prefix, "-c", EVALUATOR, program, json.dumps(SECRET)], capture_output=True, text=True,
+                             timeout=120, env=child_env())
     finally:
         shutil.rmtree(folder)
     assert out.returncode == 0, out.stderr[-2000:]

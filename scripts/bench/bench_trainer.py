@@ -1,9 +1,9 @@
 """GRPO optimizer-step benchmark: our ``Learner.step`` next to TRL's ``GRPOTrainer`` loss step,
 on the same model and the same fixed batch, in the same run.
 
-    .venv/bin/python scripts/bench_trainer.py                     # prints a markdown table
-    .venv/bin/python scripts/bench_trainer.py --seqs 8 --prompt-len 512 --completion-len 256
-    .venv/bin/python scripts/bench_trainer.py --impl prefix   # Learner.step, trainer.shared_prefix off vs on
+    .venv/bin/python scripts/bench/bench_trainer.py                     # prints a markdown table
+    .venv/bin/python scripts/bench/bench_trainer.py --seqs 8 --prompt-len 512 --completion-len 256
+    .venv/bin/python scripts/bench/bench_trainer.py --impl prefix   # Learner.step, trainer.shared_prefix off vs on
 
 One step = what each trainer does per batch of fresh rollouts once rewards are known: the frozen
 reference forward (KL term), group-normalised advantages, the policy forward/backward over
@@ -219,7 +219,7 @@ def main(argv=None) -> None:
 
     tokens = args.seqs * (args.prompt_len + args.completion_len)
     mib = 1 / 2**20
-    print(f"\nCommand: `.venv/bin/python scripts/bench_trainer.py {' '.join(argv if argv is not None else sys.argv[1:])}`")
+    print(f"\nCommand: `.venv/bin/python scripts/bench/bench_trainer.py {' '.join(argv if argv is not None else sys.argv[1:])}`")
     print(f"Model {args.model}, fp32, {args.seqs} seqs x ({args.prompt_len} prompt + {args.completion_len} completion) tokens, "
           f"G={args.group_size}, micro-batch {args.micro_batch}"
           f"{f', token budget {args.max_tokens}' if args.max_tokens else ''}, {args.threads} torch threads, "

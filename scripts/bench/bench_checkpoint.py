@@ -1,9 +1,9 @@
 """Checkpoint benchmark: what the quickstart loop waits for its checkpoints, synchronous
 (``run.async_checkpoint=false``) next to asynchronous (the default), in one run.
 
-    .venv/bin/python scripts/bench_checkpoint.py                 # the quickstart, 3 epochs each way
-    .venv/bin/python scripts/bench_checkpoint.py --epochs 2 trainer.prompts_per_epoch=1
-    .venv/bin/python scripts/bench_checkpoint.py --order async,sync     # the other mode first
+    .venv/bin/python scripts/bench/bench_checkpoint.py                 # the quickstart, 3 epochs each way
+    .venv/bin/python scripts/bench/bench_checkpoint.py --epochs 2 trainer.prompts_per_epoch=1
+    .venv/bin/python scripts/bench/bench_checkpoint.py --order async,sync     # the other mode first
 
 Each mode is the real quickstart (``configs/quickstart.yaml``: the warm-started SmolLM2-135M,
 fp32 weights and AdamW state, a checkpoint every epoch) in its own run directory, same seed. The
@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_mode(out: Path, asynchronous: bool, epochs: int, overrides: list[str]) -> list[dict]:

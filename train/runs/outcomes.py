@@ -12,11 +12,10 @@ while the distinct programs stay few (BENCHMARKS.md's "distinct valid children" 
 from __future__ import annotations
 
 import difflib
-import json
 from collections import Counter
 from dataclasses import dataclass
 
-from report_data import ReadOnlyArchive
+from population.archive import Archive
 
 # (key, label), in the order a child is classified: the loop's own markers first (train/children.py).
 OUTCOMES = (("edit_failed", "edit did not apply"), ("unchanged", "unchanged"), ("repeat", "repeat, not run"),
@@ -65,26 +64,24 @@ def change(parent: str, child: str, width: int = 70) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def child_outcomes(arch: ReadOnlyArchive, k: int = 3) -> ChildOutcomes:
+def child_outcomes(arch: Archive, k: int = 3) -> ChildOutcomes:
     """Every solution with a parent is a child. Programs are the same when their stored code hash
     is (equal up to layout and comments, as the loop's embedding cache and repeat check key them),
     or, for a row without one, when their code is."""
-    rows = arch.db.execute("SELECT id, parent_id, epoch, code, reward, valid, metrics, code_hash "
-                           "FROM solutions ORDER BY id").fetchall()
     counts, programs, first = Counter({key: 0 for key, _ in OUTCOMES}), Counter(), {}
     best, best_epoch = None, None
-    for sid, parent, epoch, code, reward, valid, metrics, code_hash in rows:
-        if valid and (best is None or reward > best):
-            best, best_epoch = float(reward), int(epoch)
-        if parent is None:
+    for s, code_hash in arch.solutions_with_hash():
+        if s.valid and (best is None or s.reward > best):
+            best, best_epoch = float(s.reward), int(s.epoch)
+        if s.parent_id is None:
             continue
-        counts[outcome(json.loads(metrics or "{}"), bool(valid))] += 1
-        if valid:
-            key = code_hash or code
+        counts[outcome(s.metrics, s.valid)] += 1
+        if s.valid:
+            key = code_hash or s.code
             programs[key] += 1
-            first.setdefault(key, (sid, parent, epoch, code, reward))
+            first.setdefault(key, s)
     most = []
     for key, n in programs.most_common(k):
-        sid, parent, epoch, code, reward = first[key]
-        most.append(Copies(n, sid, int(epoch), float(reward), change(arch.get(parent).code, code)))
+        s = first[key]
+        most.append(Copies(n, s.id, int(s.epoch), float(s.reward), change(arch.get(s.parent_id).code, s.code)))
     return ChildOutcomes(sum(counts.values()), dict(counts), len(programs), most, best, best_epoch)

@@ -1,12 +1,12 @@
 """GRPO step throughput at scale: ``Learner.step`` on a random-init Qwen2-shaped model under FSDP2 or
 DeepSpeed ZeRO, reporting tokens/s, MFU and peak memory. Why: the CPU benchmark
-(``scripts/bench_trainer.py``) checks that our step matches TRL's on a 135M model; this one tells
+(``scripts/bench/bench_trainer.py``) checks that our step matches TRL's on a 135M model; this one tells
 how well the same step uses a GPU node at the 1.5B scale the paper trains.
 
-    torchrun --standalone --nproc_per_node 8 scripts/bench_trainer_gpu.py --strategy fsdp2 --bf16
-    torchrun --standalone --nproc_per_node 8 scripts/bench_trainer_gpu.py --strategy deepspeed --bf16
-    .venv/bin/python scripts/bench_trainer_gpu.py --strategy fsdp2 --bf16   # one GPU (a process group of one)
-    .venv/bin/python scripts/bench_trainer_gpu.py --shape tiny --strategy fsdp2 --prompt-len 16 --response-len 8
+    torchrun --standalone --nproc_per_node 8 scripts/bench/bench_trainer_gpu.py --strategy fsdp2 --bf16
+    torchrun --standalone --nproc_per_node 8 scripts/bench/bench_trainer_gpu.py --strategy deepspeed --bf16
+    .venv/bin/python scripts/bench/bench_trainer_gpu.py --strategy fsdp2 --bf16   # one GPU (a process group of one)
+    .venv/bin/python scripts/bench/bench_trainer_gpu.py --shape tiny --strategy fsdp2 --prompt-len 16 --response-len 8
 
 Nothing is downloaded: the model is built from a ``Qwen2Config`` with seeded random weights, and
 the batch is random tokens (fixed seed) with rewards that differ within every group, so no step
@@ -38,6 +38,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
 
+from train.scale_plan import FLOPS_FORMULA, mfu, model_flops
+
 SHAPES = {
     # Qwen2.5-1.5B's shape.
     "qwen2-1.5b": dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28, num_attention_heads=12,
@@ -45,21 +47,6 @@ SHAPES = {
     "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                  num_key_value_heads=2, vocab_size=4096),  # CPU smoke tests
 }
-FLOPS_FORMULA = "(6 + 2 if reference else 6) * N_params(all, tied once) * tokens(prompt+response, all ranks)"
-
-
-def model_flops(n_params: int, tokens: int, with_reference: bool = True) -> float:
-    """Model FLOPs of one GRPO step: 6N per token for policy forward + backward, 2N for the reference forward."""
-    return (6 + (2 if with_reference else 0)) * n_params * tokens
-
-
-def mfu(n_params: int, tokens: int, seconds: float, peak_tflops: float | None, with_reference: bool = True):
-    """Achieved model FLOP/s over the peak; None without a peak."""
-    if not peak_tflops:
-        return None
-    return model_flops(n_params, tokens, with_reference) / seconds / (peak_tflops * 1e12)
-
-
 def default_peak_tflops() -> float | None:
     if torch.cuda.is_available() and any(g in torch.cuda.get_device_name() for g in ("H100", "H200")):
         return 989.0  # dense bf16 tensor-core peak (SXM); the same for H200
@@ -87,7 +74,7 @@ def random_batch(args, vocab: int, rank: int):
             for i in range(args.sequences_per_rank)]
 
 
-def main(argv=None) -> dict:
+def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--strategy", choices=["fsdp2", "deepspeed", "ddp", "none"], default="fsdp2")
     ap.add_argument("--shape", choices=sorted(SHAPES), default="qwen2-1.5b")
@@ -113,7 +100,62 @@ def main(argv=None) -> dict:
         ap.error("lengths, sizes and --steps must be >= 1, --warmup >= 0")
     if args.group_size < 2:
         ap.error("--group-size must be >= 2 (one sample per group has no advantage to learn from)")
+    return args
 
+
+def timed_steps(learner, samples, args) -> tuple[list[float], dict, int]:
+    """(seconds of each timed step, the last step's metrics, this rank's peak memory in bytes)."""
+    cuda = learner.device.type == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    times = []
+    for i in range(args.warmup + args.steps):
+        if i == args.warmup and cuda:
+            torch.cuda.reset_peak_memory_stats()
+        sync()
+        start = time.perf_counter()
+        metrics = learner.step(samples)
+        sync()
+        if metrics["skipped_step"]:
+            raise RuntimeError("Learner skipped the step (all rewards equal in every group?)")
+        if i >= args.warmup:
+            times.append(time.perf_counter() - start)
+    peak = torch.cuda.max_memory_allocated() if cuda else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return times, metrics, int(peak)
+
+
+def result_of(args, learner, info, n_params: int, times: list[float], metrics: dict, peak: int) -> dict:
+    cuda = learner.device.type == "cuda"
+    tokens = info.world * args.sequences_per_rank * (args.prompt_len + args.response_len)
+    step_s = statistics.median(times)
+    peak_tflops = args.peak_tflops if args.peak_tflops is not None else default_peak_tflops()
+    with_ref = args.kl_coef > 0
+    return {
+        "shape": args.shape, "n_params": n_params, "strategy_requested": args.strategy, "strategy": learner.strategy,
+        "world": info.world, "device": torch.cuda.get_device_name() if cuda else "cpu",
+        "bf16": args.bf16 and learner.backend.honours_bf16, "offload": args.offload,
+        "gradient_checkpointing": args.gradient_checkpointing,
+        "zero_stage": getattr(learner.backend, "zero_stage", None),
+        "prompt_len": args.prompt_len, "response_len": args.response_len, "sequences_per_rank": args.sequences_per_rank,
+        "group_size": args.group_size, "micro_batch_size": args.micro_batch_size, "reference_model": with_ref,
+        "tokens_per_step": tokens, "step_s_median": step_s, "step_s": times, "tokens_per_s": tokens / step_s,
+        "flops_formula": FLOPS_FORMULA, "model_flops_per_step": model_flops(n_params, tokens, with_ref),
+        "peak_tflops": peak_tflops, "mfu": mfu(n_params, tokens, step_s, peak_tflops, with_ref),
+        "peak_memory_bytes": peak, "peak_memory_kind": "cuda_max_allocated" if cuda else "rss",
+        "loss": metrics["loss"], "torch": torch.__version__,
+    }
+
+
+def print_row(result: dict) -> None:
+    mfu_text = f"{result['mfu']:.1%}" if result["mfu"] is not None else "-"
+    print("| shape | strategy | ranks | bf16 | offload | grad ckpt | tokens/step | median step (s) | tokens/s | MFU "
+          "| peak mem (GiB) |\n" + "|---" * 11 + "|")
+    print(f"| {result['shape']} | {result['strategy']} | {result['world']} | {result['bf16']} | {result['offload']} | "
+          f"{result['gradient_checkpointing']} | {result['tokens_per_step']} | {result['step_s_median']:.3f} | "
+          f"{result['tokens_per_s']:.0f} | {mfu_text} | {result['peak_memory_bytes'] / 2**30:.2f} ({result['peak_memory_kind']}) |")
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
     from train.backends import needs_process_group
     from train.config import TrainerConfig
     from train.distributed import all_reduce_max, init_distributed, shutdown
@@ -130,51 +172,11 @@ def main(argv=None) -> dict:
     learner = Learner(model, cfg, group_size=args.group_size, temperature=1.0, pad_id=0, info=info)
     if not learner.backend.honours_bf16 and args.bf16 and info.is_main:
         print(f"[bench] --bf16 applies to fsdp2/deepspeed only; {learner.strategy} runs in fp32", file=sys.stderr)
-    samples = random_batch(args, SHAPES[args.shape]["vocab_size"], info.rank)
-    cuda = learner.device.type == "cuda"
-    sync = torch.cuda.synchronize if cuda else (lambda: None)
-
-    times = []
-    for i in range(args.warmup + args.steps):
-        if i == args.warmup and cuda:
-            torch.cuda.reset_peak_memory_stats()
-        sync()
-        start = time.perf_counter()
-        metrics = learner.step(samples)
-        sync()
-        if metrics["skipped_step"]:
-            raise RuntimeError("Learner skipped the step (all rewards equal in every group?)")
-        if i >= args.warmup:
-            times.append(time.perf_counter() - start)
-    peak = torch.cuda.max_memory_allocated() if cuda else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    peak = all_reduce_max(int(peak), info)
-
-    tokens = info.world * args.sequences_per_rank * (args.prompt_len + args.response_len)
-    step_s = statistics.median(times)
-    peak_tflops = args.peak_tflops if args.peak_tflops is not None else default_peak_tflops()
-    with_ref = args.kl_coef > 0
-    result = {
-        "shape": args.shape, "n_params": n_params, "strategy_requested": args.strategy, "strategy": learner.strategy,
-        "world": info.world, "device": torch.cuda.get_device_name() if cuda else "cpu",
-        "bf16": args.bf16 and learner.backend.honours_bf16, "offload": args.offload,
-        "gradient_checkpointing": args.gradient_checkpointing,
-        "zero_stage": getattr(learner.backend, "zero_stage", None),
-        "prompt_len": args.prompt_len, "response_len": args.response_len, "sequences_per_rank": args.sequences_per_rank,
-        "group_size": args.group_size, "micro_batch_size": args.micro_batch_size, "reference_model": with_ref,
-        "tokens_per_step": tokens, "step_s_median": step_s, "step_s": times, "tokens_per_s": tokens / step_s,
-        "flops_formula": FLOPS_FORMULA, "model_flops_per_step": model_flops(n_params, tokens, with_ref),
-        "peak_tflops": peak_tflops, "mfu": mfu(n_params, tokens, step_s, peak_tflops, with_ref),
-        "peak_memory_bytes": peak, "peak_memory_kind": "cuda_max_allocated" if cuda else "rss",
-        "loss": metrics["loss"], "torch": torch.__version__,
-    }
+    times, metrics, peak = timed_steps(learner, random_batch(args, SHAPES[args.shape]["vocab_size"], info.rank), args)
+    result = result_of(args, learner, info, n_params, times, metrics, all_reduce_max(peak, info))
     if info.is_main:
         print(json.dumps(result))
-        mfu_text = f"{result['mfu']:.1%}" if result["mfu"] is not None else "-"
-        print("| shape | strategy | ranks | bf16 | offload | grad ckpt | tokens/step | median step (s) | tokens/s | MFU "
-              "| peak mem (GiB) |\n" + "|---" * 11 + "|")
-        print(f"| {args.shape} | {learner.strategy} | {info.world} | {result['bf16']} | {args.offload} | "
-              f"{args.gradient_checkpointing} | {tokens} | {step_s:.3f} | {tokens / step_s:.0f} | {mfu_text} | "
-              f"{peak / 2**30:.2f} ({result['peak_memory_kind']}) |")
+        print_row(result)
         if args.out:
             Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     shutdown(info)

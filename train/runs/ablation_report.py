@@ -6,7 +6,7 @@
 Per folder: best reward so far against children evaluated (one curve per variant, mean over seeds with
 the min-max band) with best-so-far at fixed budgets, the valid fraction of each epoch's children,
 ablate.py's own summary table when the folder has its ablation.json, and per run what the children came
-to (scripts/child_outcomes.py: outcomes, distinct valid programs, the most written one). Archives are
+to (train/runs/outcomes.py: outcomes, distinct valid programs, the most written one). Archives are
 only read.
 """
 
@@ -16,24 +16,19 @@ import json
 import re
 from pathlib import Path
 
-import child_outcomes as co
-import plot_ablation as pa
-import report_data as rd
 import yaml
-from report_html import Section, render_html, save_png
 
-
-def is_ablation_dir(path: Path) -> bool:
-    """A folder of <variant>-s<seed>/archive.sqlite runs that is not itself a run directory."""
-    if not path.is_dir() or (path / "archive.sqlite").is_file() or (path / "metrics.jsonl").is_file():
-        return False
-    return any(pa.RUN.match(p.name) and (p / "archive.sqlite").is_file() for p in path.iterdir())
+from population.archive import ReadOnlyArchive
+from train.runs import ablation, plots
+from train.runs import outcomes as co
+from train.runs import run_data as rd
+from train.runs.page import Section, render_html, save_png
 
 
 def _task_of(folder: Path) -> str | None:
     for run in sorted(folder.iterdir()):
         config = run / "config.yaml"
-        if pa.RUN.match(run.name) and config.is_file():
+        if ablation.RUN.match(run.name) and config.is_file():
             return rd.cfg_get(yaml.safe_load(config.read_text(encoding="utf-8")), "task", "name")
     return None
 
@@ -58,10 +53,8 @@ def _runs_table(folder: Path) -> list[list[str]]:
     head = ["run", "children", "best", "found in epoch"] + [label for _, label in co.OUTCOMES] + [
         "distinct valid programs", "most copies (reward)"]
     rows = [head]
-    for run in sorted(folder.iterdir()):
-        if not (pa.RUN.match(run.name) and (run / "archive.sqlite").is_file()):
-            continue
-        with rd.ReadOnlyArchive(run / "archive.sqlite") as arch:
+    for _, run in ablation.runs(folder):
+        with ReadOnlyArchive(run / "archive.sqlite") as arch:
             out = co.child_outcomes(arch, k=1)
         top = out.most_written[0] if out.most_written else None
         rows.append([run.name, str(out.children), "-" if out.best is None else f"{out.best:.6g}",
@@ -78,26 +71,26 @@ def _slug(folder: Path) -> str:
 def build_ablation_report(folders: list[Path], out: Path) -> Path:
     """Write the HTML and its PNGs beside it; returns the HTML path. RunDirError for a folder with no runs."""
     for folder in folders:
-        if not is_ablation_dir(folder):
+        if not ablation.is_ablation_dir(folder):
             raise rd.RunDirError(f"{folder} holds no <variant>-s<seed>/archive.sqlite runs: not an ablation folder")
     out.parent.mkdir(parents=True, exist_ok=True)
     sections, header = [], []
     for folder in folders:
-        curves, valid = pa.collect(folder), pa.collect_valid(folder)
+        curves, valid = ablation.collect(folder), ablation.collect_valid(folder)
         task, slug = _task_of(folder) or "unknown task", _slug(folder)
         runs = sum(len(v) for v in curves.values())
         header.append((str(folder.resolve()), f"{task}: {len(curves)} variants, {runs} runs"))
-        budgets = pa.default_budgets(curves)
+        budgets = ablation.default_budgets(curves)
         png = f"best_so_far-{slug}.png"
         sections.append(Section(
             f"{task}: best so far against children ({folder.name})", png,
-            save_png(pa.figure(curves, f"{task}: best valid reward so far"), out.parent / png),
+            save_png(plots.best_so_far_figure(curves, f"{task}: best valid reward so far"), out.parent / png),
             ["mean over seeds, band from min to max; every child counts, failed edits included; "
              "the table: best so far after each budget, mean ± sample std over seeds"],
-            pa.table_rows(curves, budgets) if budgets else []))
+            ablation.table_rows(curves, budgets) if budgets else []))
         png = f"valid_per_epoch-{slug}.png"
         sections.append(Section(f"{task}: valid children per epoch ({folder.name})", png,
-                                save_png(pa.valid_figure(valid, f"{task}: valid fraction per epoch"), out.parent / png)))
+                                save_png(plots.valid_figure(valid, f"{task}: valid fraction per epoch"), out.parent / png)))
         table, notes = _summary_table(folder)
         sections.append(Section(f"{task}: summary ({folder.name})", notes=notes, table=table))
         sections.append(Section(f"{task}: what each run's children came to ({folder.name})", notes=[

@@ -1,7 +1,7 @@
 """How often the policy's answers become children that run: the cold embedded model vs its warm start.
 
-    .venv/bin/python scripts/bench_edits.py --config configs/quickstart.yaml            # markdown table
-    .venv/bin/python scripts/bench_edits.py --config configs/quickstart.yaml --samples 16 --temperatures 1.0,0.7
+    .venv/bin/python scripts/bench/bench_edits.py --config configs/quickstart.yaml            # markdown table
+    .venv/bin/python scripts/bench/bench_edits.py --config configs/quickstart.yaml --samples 16 --temperatures 1.0,0.7
 
 Two of the loop's own prompts (the starter, and a valid mutant of it shown with the starter as its
 ancestor), ``--samples`` completions each through the vllm engine, per policy and temperature. Each
@@ -16,7 +16,7 @@ import argparse
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def prompts_and_parents(cfg, tokenizer, evaluator, task):

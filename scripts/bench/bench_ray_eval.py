@@ -1,7 +1,7 @@
 """Evaluation through Ray (``task.eval_backend: ray``) vs the local sandbox pool, same programs, one run.
 
-    .venv/bin/python scripts/bench_ray_eval.py                  # a private 2-CPU Ray on this machine
-    .venv/bin/python scripts/bench_ray_eval.py --address 10.0.0.5:6379 --workers 32
+    .venv/bin/python scripts/bench/bench_ray_eval.py                  # a private 2-CPU Ray on this machine
+    .venv/bin/python scripts/bench/bench_ray_eval.py --address 10.0.0.5:6379 --workers 32
 
 Rows (evaluations per second, median of --repeats batches; the ratio is Ray's rate over the local
 pool's, both with --workers programs at once: the local pool's threads, and the private cluster's
@@ -20,10 +20,8 @@ import argparse
 import os
 import statistics
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
-ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # a private cluster stays on 127.0.0.1
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 

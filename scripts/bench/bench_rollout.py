@@ -1,8 +1,8 @@
 """Rollout benchmark: the ``vllm`` engine next to ``hf`` and next to vLLM called directly, on the
 same HELIX prompts with the same sampling, in one run; plus the weight-sync time per step.
 
-    .venv/bin/python scripts/bench_rollout.py                          # SmolLM2, 2 prompts x 4 samples x 128 tokens
-    .venv/bin/python scripts/bench_rollout.py --prompts 4 --n 8 --max-new-tokens 256
+    .venv/bin/python scripts/bench/bench_rollout.py                          # SmolLM2, 2 prompts x 4 samples x 128 tokens
+    .venv/bin/python scripts/bench/bench_rollout.py --prompts 4 --n 8 --max-new-tokens 256
 
 The prompts are real epoch-1 prompts: the task's starter program as the parent, rendered with
 the chat template by ``rollout.prompts.PromptBuilder``. Sampling is the paper's (temperature 1,
@@ -29,9 +29,7 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
@@ -149,7 +147,7 @@ def main(argv=None) -> None:
 
     v, h = results["vllm"], results["hf"]
     rate = {name: n / s for name, (s, n) in (("engine", v["engine"]), ("direct", v["direct"]), ("hf", h["engine"]))}
-    print(f"\nCommand: `.venv/bin/python scripts/bench_rollout.py {' '.join(passed)}`")
+    print(f"\nCommand: `.venv/bin/python scripts/bench/bench_rollout.py {' '.join(passed)}`")
     print(f"Model {args.model}, {args.dtype}, {args.prompts} prompts of {v['prompt_tokens']} tokens x {args.n} samples, "
           f"max {args.max_new_tokens} new tokens, temperature 1.0, top_p 0.95, median of {args.repeats}.\n")
     print("| path | seconds | generated tokens | tokens/s | vs vLLM direct |")

@@ -1,8 +1,8 @@
 """CPU bf16 versus fp32: whether this CPU computes bf16 natively, and what a bf16 matmul and a
 warm-start training step cost next to fp32, in one run.
 
-    .venv/bin/python scripts/bench_cpu_dtype.py
-    .venv/bin/python scripts/bench_cpu_dtype.py --tokens 512 --repeats 5   # minutes on a CPU without native bf16
+    .venv/bin/python scripts/bench/bench_cpu_dtype.py
+    .venv/bin/python scripts/bench/bench_cpu_dtype.py --tokens 512 --repeats 5   # minutes on a CPU without native bf16
 
 Why: ``warm_start.dtype: auto`` and the quickstart's fp32 generation rest on these ratios. On a CPU
 without AVX512-BF16/AMX, torch emulates bf16 matmuls, and they are far slower than fp32.

@@ -2,8 +2,8 @@
 after generation (``rollout.batch_size=0``, the default) next to evaluation overlapped with it
 (``rollout.batch_size=1``), in one run.
 
-    .venv/bin/python scripts/bench_overlap.py
-    .venv/bin/python scripts/bench_overlap.py --gen-s 2 --work-s 1 --prompts 4 --group 4
+    .venv/bin/python scripts/bench/bench_overlap.py
+    .venv/bin/python scripts/bench/bench_overlap.py --gen-s 2 --work-s 1 --prompts 4 --group 4
 
 Generation is simulated: an engine that sleeps ``--gen-s`` per prompt and uses no CPU, standing
 in for a GPU or a remote server (on this CPU box a real engine would fight the sandbox for the
@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 from rollout.engines import ENGINES, Completion  # noqa: E402
 from tasks import load_task  # noqa: E402
@@ -93,7 +93,7 @@ def main(argv=None) -> None:
     def median(batch_size, key):
         return statistics.median(m[key] for m in rows[batch_size])
 
-    cmd = " ".join(["scripts/bench_overlap.py", *(argv if argv is not None else sys.argv[1:])])
+    cmd = " ".join(["scripts/bench/bench_overlap.py", *(argv if argv is not None else sys.argv[1:])])
     print(f"Command: `.venv/bin/python {cmd}`")
     print(f"B={args.prompts} prompts x G={args.group}, generation {args.gen_s:g} s per prompt (simulated, no CPU), "
           f"{args.work_s:g} CPU s per child, {args.workers} sandbox workers; median of {args.epochs} epochs\n")

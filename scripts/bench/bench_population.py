@@ -2,8 +2,8 @@
 archives of 10^3..10^5 solutions (incremental kNN diversity + NSGA-II selection), measured in
 the same run against a naive full kNN recomputation and pymoo's own NSGA2 survival.
 
-    .venv/bin/python scripts/bench_population.py            # prints a markdown table
-    .venv/bin/python scripts/bench_population.py --sizes 1000 10000 --children 256
+    .venv/bin/python scripts/bench/bench_population.py            # prints a markdown table
+    .venv/bin/python scripts/bench/bench_population.py --sizes 1000 10000 --children 256
 
 Archive embeddings are random unit vectors of the embedder's width (384): kNN and selection
 costs depend on the sizes only, and the correctness of both is covered by tests/.

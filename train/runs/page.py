@@ -1,5 +1,5 @@
 """The report's HTML page and figure plumbing, shared by the run report and the ablation report
-(scripts/report.py): sections with an embedded PNG and/or a table, no pyplot, nothing fetched."""
+(``scripts/report.py``): sections with an embedded PNG and/or a table, no pyplot, nothing fetched."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The data behind ``scripts/report.py``: pure extraction from a run directory, no plotting.
-
-Kept apart from the drawing code so every number a report shows can be tested exactly. The
-archive is opened read-only (SQLite ``mode=ro``), so a report on a run that is still going
+"""The data behind the run report and the run browser: pure extraction from a run directory, no
+plotting, so every number a report shows can be tested exactly. The archive is read through
+``population.archive.ReadOnlyArchive`` (SQLite ``mode=ro``): a report on a run that is still going
 never writes to it, never changes its schema and never holds a write lock.
 """
 
@@ -9,14 +8,13 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import yaml
 
-from population.archive import Archive
+from population.archive import Archive, ReadOnlyArchive
 from population.diversity import knn_diversity
 from population.selection import nondominated_fronts
 
@@ -33,34 +31,6 @@ DEFAULT_KNN_K = 5  # train.config.PopulationConfig's default, for a run without 
 
 class RunDirError(ValueError):
     """RUN_DIR is not a HELIX run directory (the CLI turns this into exit code 2)."""
-
-
-class ReadOnlyArchive(Archive):
-    """The Archive's queries over a read-only connection: no schema script, no WAL pragma, no writes."""
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        if not self.path.is_file():
-            raise RunDirError(f"no archive at {self.path}")
-        self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
-        try:
-            tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        except sqlite3.DatabaseError as exc:
-            self.db.close()
-            raise RunDirError(f"{self.path} is not a readable SQLite archive: {exc}") from None
-        if "solutions" not in tables:
-            self.db.close()
-            raise RunDirError(f"{self.path} has no 'solutions' table: not a HELIX archive")
-        self.has_populations = "populations" in tables
-        self.columns = {r[1] for r in self.db.execute("PRAGMA table_info(solutions)")}
-
-    def population_columns(self) -> set[str]:
-        return {r[1] for r in self.db.execute("PRAGMA table_info(populations)")} if self.has_populations else set()
-
-    def population_epochs(self) -> list[int]:
-        if not self.has_populations:
-            return []
-        return [r[0] for r in self.db.execute("SELECT DISTINCT epoch FROM populations ORDER BY epoch")]
 
 
 @dataclass
@@ -241,10 +211,9 @@ def populations(arch: ReadOnlyArchive, knn_k: int) -> list[PopulationPoints]:
             div, source = np.array(stored, dtype=np.float64), "stored"
         else:
             if programs is None:
-                rows = arch.db.execute("SELECT id, epoch FROM solutions WHERE embedding IS NOT NULL ORDER BY id").fetchall()
-                pids = [r[0] for r in rows]
-                programs = (pids, np.array([r[1] for r in rows], dtype=np.int64),
-                            arch.get_embeddings(pids) if pids else np.zeros((0, 0), np.float32))
+                pids, epochs = arch.program_epochs()
+                pids = pids.tolist()
+                programs = (pids, epochs, arch.get_embeddings(pids) if pids else np.zeros((0, 0), np.float32))
             pool = np.flatnonzero(programs[1] <= epoch)  # the pool selection saw at this epoch
             row_of = {programs[0][r]: k for k, r in enumerate(pool)}
             members = [k for k, i in enumerate(ids) if int(i) in row_of]

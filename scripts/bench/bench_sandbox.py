@@ -1,8 +1,8 @@
 """Sandbox benchmark: evaluations per second through ``rewards`` next to a bare
 ``subprocess.run([python, -c, ...])`` doing the same work, in one run; the overhead is the ratio.
 
-    .venv/bin/python scripts/bench_sandbox.py                 # 24 evaluations per row
-    .venv/bin/python scripts/bench_sandbox.py --n 48 --workers 4
+    .venv/bin/python scripts/bench/bench_sandbox.py                 # 24 evaluations per row
+    .venv/bin/python scripts/bench/bench_sandbox.py --n 48 --workers 4
 
 Rows (each the median of --repeats batches of --n evaluations):
 - ``trivial``: a program whose entry returns 1 (numpy imported, as every task program does).
@@ -17,7 +17,7 @@ the child runner, JSON result transport, process-group cleanup, and the verifier
 
 A second table times the online bin-packing starters before and after the trusted driver
 (rewards/channel.py), each evaluation checked by the task's verifier: "before" is the harness that
-packed every instance inside the sandbox from a copy of data.npz (scripts/bin_packing_harness_before.py,
+packed every instance inside the sandbox from a copy of data.npz (scripts/bench/bin_packing_harness_before.py,
 a bench-only copy), "after" the task as it is, whose driver in this process hands the program one item
 per request. Batches of the two alternate (--repeats pairs, --binpack-n evaluations each), so a busy
 machine slows both alike; both must give the same reward.
@@ -34,8 +34,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-BEFORE_HARNESS = ROOT / "scripts" / "bin_packing_harness_before.py"
+BEFORE_HARNESS = Path(__file__).resolve().parent / "bin_packing_harness_before.py"
 BINPACK_TASKS = ("bin_packing_or", "bin_packing_weibull")
 
 TRIVIAL = "import numpy as np\n\n\ndef run():\n    return 1\n"
@@ -129,7 +128,7 @@ def main(argv=None) -> None:
         ("circle_packing_26 starter", lambda: evaluator.evaluate(starter).valid, starter, task.entry_function),
     ]
     iso = isolation()
-    cmd = " ".join(["scripts/bench_sandbox.py", *(argv if argv is not None else sys.argv[1:])])
+    cmd = " ".join(["scripts/bench/bench_sandbox.py", *(argv if argv is not None else sys.argv[1:])])
     print(f"Command: `.venv/bin/python {cmd}`")
     print(f"{args.n} evaluations per batch, median of {args.repeats} batches; isolation on this machine: {iso}\n")
     print("| program | workers | sandbox evals/s | bare `python -c` evals/s | bare, 1 BLAS thread evals/s "

@@ -3,7 +3,7 @@
 What the cascade costs (one extra sandbox start for a program that passes stage 1) and what it
 saves (the rest of the full time limit for a program that hangs), on the real sandbox.
 
-    python scripts/bench_symreg.py [--repeats 3] [--timeout 20] [--tasks symreg_chemistry ...]
+    python scripts/bench/bench_symreg.py [--repeats 3] [--timeout 20] [--tasks symreg_chemistry ...]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Quality benchmark: HELIX against EvoOnly, TrainOnly and BestOfN on the embedded SmolLM2, on CPU.
 
-    python scripts/bench_quality.py                                  # the BENCHMARKS.md table
-    python scripts/bench_quality.py --tasks keane_bump_10 --seeds 0 --evaluations 8   # a quick look
+    python scripts/bench/bench_quality.py                                  # the BENCHMARKS.md table
+    python scripts/bench/bench_quality.py --tasks keane_bump_10 --seeds 0 --evaluations 8   # a quick look
 
 Every (task, variant, seed) is one `scripts/ablate.py` run with the same number of evaluated
 programs, so the comparison is fair in the one currency that is the same for all four: how many
@@ -15,8 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import ablate
+from train import ablate
 
 VARIANTS = ["helix", "evo_only", "train_only", "best_of_n"]
 # Smaller than the paper on purpose: 2 cores must finish 2 tasks x 4 variants x 3 seeds.
