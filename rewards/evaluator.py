@@ -18,9 +18,11 @@ import signal
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
+from rewards.ray_eval import ClusterLost
 from rewards.sandbox import InfraError, RunResult, run_program
 
 FEEDBACK_LIMIT = 2000
+MAX_THREADS = 1024  # an elastic runner's (Ray's) batch: one waiting thread per program, at most this many
 # "infra": the evaluation infrastructure lost the program twice (rewards.ray_eval); no result exists,
 # so the child is not scored: it is left out of its GRPO group and of selection.
 STATUSES = ("ok", "invalid", "error", "timeout", "crash", "bad_output", "infra")
@@ -48,15 +50,17 @@ class Evaluation:
 EVAL_BACKENDS = ("local", "ray")
 
 
-def make_runner(backend: str, task, address: str = "", workers: int = 0):
+def make_runner(backend: str, task, address: str = "", workers: int = 0, **ray_options):
     """What runs one program for ``task.eval_backend``: the local sandbox, or a Ray cluster's workers
-    (connected here, so an unreachable cluster fails before the run starts)."""
+    (connected here, so an unreachable cluster fails before the run starts). ``workers`` (0: the
+    cluster's CPUs as they change) caps Ray's programs at once; ``ray_options``: RayRunner's
+    ``library_log`` and ``say``."""
     if backend == "local":
         return run_program
     if backend == "ray":
         from rewards.ray_eval import RayRunner
 
-        return RayRunner(address, task.data_files, num_cpus=workers or None)
+        return RayRunner(address, task.data_files, num_cpus=workers or None, limit=workers or None, **ray_options)
     raise ValueError(f"unknown eval backend {backend!r}; choose one of {', '.join(EVAL_BACKENDS)}")
 
 
@@ -89,7 +93,8 @@ class Evaluator:
         """``cascade``: None follows the task (on when task.yaml sets cascade_entry); False turns it
         off; True requires the task to have one. ``runner``: what runs one program, called like
         ``run_program`` (default: a sandbox on this machine; ``rewards.ray_eval.RayRunner``: on a Ray
-        cluster, and then ``workers`` defaults to the cluster's CPUs)."""
+        cluster, and then ``workers`` defaults to the cluster's CPUs; such an ``elastic`` runner admits
+        programs as CPUs free up, so a batch is handed to it whole)."""
         self.task = task
         self.runner = runner if runner is not None else run_program
         default = self.runner.cpus() if hasattr(self.runner, "cpus") else (os.cpu_count() or 1)
@@ -122,6 +127,8 @@ class Evaluator:
         raises InfraError) gives status "infra" and no reward: the program was never judged."""
         try:
             return self._evaluate(code)
+        except ClusterLost:
+            raise  # no program can be evaluated any more: the run stops (train/helix.py)
         except InfraError as err:
             return Evaluation(0.0, False, f"not evaluated: {err}. This is an infrastructure failure, not the "
                               "program's; it is not scored.", {"infra_error": 1.0}, 0.0, "infra")
@@ -181,7 +188,8 @@ class Evaluator:
         return text
 
     def evaluate_many(self, codes: list[str], progress: bool = False) -> list[Evaluation]:
-        """Same order as ``codes``; up to ``workers`` sandboxes at once."""
+        """Same order as ``codes``; up to ``workers`` sandboxes at once (an elastic runner: as many as
+        its cluster's CPUs allow, all submitted at once)."""
         codes = list(codes)
         if not codes:
             return []
@@ -192,12 +200,18 @@ class Evaluator:
 
             bar = tqdm(total=len(codes), desc="evaluate", leave=False)
         try:
-            with ThreadPoolExecutor(max_workers=min(self.workers, len(codes))) as pool:
+            threads = min(MAX_THREADS, len(codes)) if getattr(self.runner, "elastic", False) else self.workers
+            with ThreadPoolExecutor(max_workers=min(threads, len(codes))) as pool:
                 futures = {pool.submit(self.evaluate, code): i for i, code in enumerate(codes)}
-                for future in as_completed(futures):
-                    results[futures[future]] = future.result()
-                    if bar is not None:
-                        bar.update(1)
+                try:
+                    for future in as_completed(futures):
+                        results[futures[future]] = future.result()
+                        if bar is not None:
+                            bar.update(1)
+                except BaseException:  # ClusterLost, Ctrl-C: what has not started never will
+                    for future in futures:
+                        future.cancel()
+                    raise
         finally:
             if bar is not None:
                 bar.close()

@@ -5,7 +5,9 @@ other, directly or around a longer loop. Imports inside functions count too.
 Inside train/ the rooms have walls: the learner (train/learner/) imports no other HELIX package and
 no other room, so the GRPO update can be read, tested and reused alone; the run (train/loop/) is
 imported by no module but the entry points; the warm start (train/warm_start/) is built from its
-explicit inputs and reaches into the run room only from its command line (``__main__``)."""
+explicit inputs and reaches into the run room only from its command line (``__main__``); the reading
+room (train/runs/) reads what runs wrote and imports no part of the run (tests/test_import_paths.py
+says what else it may use)."""
 
 import ast
 from pathlib import Path
@@ -17,7 +19,7 @@ ALLOWED = {"train": {"rollout", "population", "rewards", "tasks"}, "rollout": {"
            "population": set(), "rewards": set(), "tasks": set()}
 
 
-ROOMS = ("train.learner", "train.loop", "train.warm_start")
+ROOMS = ("train.learner", "train.loop", "train.warm_start", "train.runs")
 # The only modules that may import the run room (besides the room itself): the commands.
 ENTRY_POINTS = {"train.helix", "train.warm_start.__main__"}
 

@@ -9,17 +9,14 @@ setting(s) a variant changes, applied by scripts/ablate.py to any config as dott
 """
 
 import functools
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from train.loop import ablate
 from train.loop.config import ConfigError, HelixConfig, load_config, to_dict
 from train.loop.schema import flatten
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-import ablate
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 ALL = sorted(CONFIGS.rglob("*.yaml"))

@@ -16,10 +16,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: import the repo's packages, not train/'s siblings
-    _here = Path(__file__).resolve().parent
-    sys.path = [p for p in sys.path if Path(p or ".").resolve() != _here]
-    sys.path.insert(0, str(_here.parent))
+if __package__ in (None, ""):  # run as a script: import this checkout's packages, not an installed copy's
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    if __name__ == "__main__":  # a wrong task.ray_address: one line within seconds, before torch is imported
+        from train.loop.ray_precheck import early_ray_check
+
+        early_ray_check(sys.argv[1:])
 
 import argparse
 import gc
@@ -33,12 +35,12 @@ import torch
 if "DS_ACCELERATOR" not in os.environ and not torch.cuda.is_available():
     os.environ["DS_ACCELERATOR"] = "cpu"  # what DeepSpeed picks here anyway, without its warning on every start
 
-from rewards.ray_eval import RayUnreachable
+from rewards.ray_eval import ClusterLost, RayUnreachable
 from rollout.openai_engine import EndpointError
 from train.learner.backends import needs_process_group
 from train.learner.distributed import DistInfo, init_distributed, shutdown
 from train.learner.models import ModelNotFoundError
-from train.loop.checkpoint import latest_checkpoint
+from train.loop.checkpoint import latest_checkpoint, stop_line
 from train.loop.config import ConfigError, HelixConfig, load_config
 from train.loop.epoch_loop import HelixRun
 from train.loop.export_cli import main as export_main
@@ -106,6 +108,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except RayUnreachable as err:  # task.eval_backend=ray: no cluster at task.ray_address
         print(f"helix: error: {err}", file=sys.stderr)
+        return 1
+    except ClusterLost as err:  # task.eval_backend=ray: the cluster went away mid-run (archive, run dir closed)
+        run_path = Path(cfg.run.output_dir) / cfg.run.name
+        began = bool(cfg.run.name) and (run_path / "config.yaml").is_file()
+        print(f"helix: error: {stop_line(run_path, err.event, err.detail) if began else err}", file=sys.stderr)
         return 1
     finally:
         # What the run left in reference cycles (a DDP/FSDP/DeepSpeed model with hooks on the group)

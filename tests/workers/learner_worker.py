@@ -4,19 +4,15 @@ tests/test_distributed_train.py. Writes the resulting full weights to OUT/weight
 import argparse
 import gc
 import json
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+import torch
 
-import torch  # noqa: E402
-
-from train.learner.backends import needs_process_group  # noqa: E402
-from train.learner.config import TrainerConfig  # noqa: E402
-from train.learner.distributed import init_distributed, shard, shutdown  # noqa: E402
-from train.learner.learner import Learner, Sample  # noqa: E402
-from train.learner.models import load_policy  # noqa: E402
+from train.learner.backends import needs_process_group
+from train.learner.config import TrainerConfig
+from train.learner.distributed import init_distributed, shard, shutdown
+from train.learner.learner import Learner, Sample
+from train.learner.models import load_policy
 
 
 def batch(step: int) -> list[list[Sample]]:

@@ -185,7 +185,8 @@ class HelixRun:
     def _build_main(self, config_stem: str, evo_state: dict | None) -> MainState:
         cfg, resume = self.cfg, self.resume
         # First: an unreachable Ray cluster fails here, before a run directory exists.
-        runner = make_runner(cfg.task.eval_backend, self.task, cfg.task.ray_address, cfg.task.eval_workers)
+        runner = make_runner(cfg.task.eval_backend, self.task, cfg.task.ray_address, cfg.task.eval_workers,
+                             library_log=self.library_log, say=self._say)
         run_dir = RunDir(cfg, config_stem, resume_epoch=self.start_epoch if resume else None,
                          resume_logs=checkpoint_logs(resume) if resume else None)
         print(f"[helix] run directory: {run_dir.path}", flush=True)

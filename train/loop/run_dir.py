@@ -10,6 +10,7 @@ import contextlib
 import json
 import math
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -74,7 +75,7 @@ def json_line(row: dict) -> str:
     return json.dumps(clean_row(row)) + "\n"
 
 
-def _last_epoch(path: Path) -> int:
+def last_epoch(path: Path) -> int:
     epochs = [0]
     if path.exists():
         for line in path.read_text().splitlines():
@@ -95,7 +96,7 @@ class RunDir:
         if resume_epoch is not None:
             for log in ("metrics.jsonl", "samples.jsonl"):
                 _truncate_jsonl(self.path / log, resume_epoch)
-            if resume_logs and resume_logs.get("metrics") and _last_epoch(self.path / "metrics.jsonl") < resume_epoch:
+            if resume_logs and resume_logs.get("metrics") and last_epoch(self.path / "metrics.jsonl") < resume_epoch:
                 for log, rows in (("metrics.jsonl", [resume_logs["metrics"]]), ("samples.jsonl", resume_logs["samples"])):
                     with open(self.path / log, "a") as fh:
                         fh.writelines(json_line(row) for row in rows)
@@ -138,6 +139,14 @@ class RunDir:
         if self._wandb is not None:
             self._wandb.finish(exit_code=exit_code)
             self._wandb = None
+
+
+def resume_command(run_path: Path) -> str:
+    """The command that continues the run at ``run_path`` from its newest complete checkpoint."""
+    script = sys.argv[0] if sys.argv[0].endswith("helix.py") else "train/helix.py"
+    ranks = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1")))
+    launcher = f"torchrun --nproc_per_node {ranks}" if ranks > 1 else "python"
+    return f"{launcher} {script} --resume {run_path}"
 
 
 def table_header() -> str:
