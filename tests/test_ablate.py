@@ -97,6 +97,21 @@ def test_config_option_and_variants_that_change_nothing(tmp_path, monkeypatch, c
     assert "it would repeat helix" in capsys.readouterr().err
 
 
+def test_a_variant_that_sets_one_nested_key_names_that_key(tmp_path, monkeypatch):
+    """An overlay may set a key of a nested section (rollout.vllm): the variant is that one setting, by its
+    full dotted name, and its override leaves the rest of the section as the config has it."""
+    (tmp_path / "bigger_kv.yaml").write_text("rollout: {vllm: {kv_cache_gb: 8}, engine: vllm}\nevolution: {operators: {rewrite: 1}}\n")
+    monkeypatch.setattr(ablate, "ABLATIONS", tmp_path)
+    assert ablate.variant_settings("bigger_kv") == {"rollout.vllm.kv_cache_gb": 8, "rollout.engine": "vllm",
+                                                   "evolution.operators": {"rewrite": 1}}
+    assert ablate.variant_overrides("bigger_kv") == ["rollout.vllm.kv_cache_gb=8", "rollout.engine=vllm",
+                                                     'evolution.operators={"rewrite": 1}']
+    from train.loop.config import load_config
+
+    cfg = load_config(ablate.CONFIGS / "quickstart.yaml", ablate.variant_overrides("bigger_kv"))
+    assert (cfg.rollout.vllm.kv_cache_gb, cfg.rollout.vllm.dtype, cfg.evolution.operators) == (8.0, "auto", {"rewrite": 1})
+
+
 @pytest.mark.slow
 def test_tiny_ablation_runs_every_variant_under_the_same_budget(tmp_path):
     tiny = ["model.policy=tiny-random", "rollout.max_new_tokens=8", "rollout.group_size=2", "trainer.prompts_per_epoch=2",

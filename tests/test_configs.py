@@ -16,7 +16,7 @@ import yaml
 
 from train.loop import ablate
 from train.loop.config import ConfigError, HelixConfig, load_config, to_dict
-from train.loop.schema import flatten
+from train.loop.schema import flatten, leaves
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 ALL = sorted(CONFIGS.rglob("*.yaml"))
@@ -29,17 +29,6 @@ def _ids(paths):
     return [str(p.relative_to(CONFIGS)) for p in paths]
 
 
-SETTINGS = set(flatten(HelixConfig()))  # "rollout.vllm.tp", "evolution.operators", ...
-
-
-def _leaves(d: dict, prefix: str = "") -> dict:
-    """{"section.key": value} of a YAML mapping, nested sections too ("rollout.vllm.tp"); a
-    mapping-valued setting (evolution.operators) is one setting."""
-    out = {}
-    for key, v in d.items():
-        dotted = f"{prefix}{key}"
-        out.update(_leaves(v, dotted + ".") if isinstance(v, dict) and dotted not in SETTINGS else {dotted: v})
-    return out
 
 
 @functools.cache
@@ -80,7 +69,7 @@ def test_config_is_a_few_lines_on_a_base(path):
     assert chain and chain[0].parent == (CONFIGS / "base").resolve(), (
         f"{path.name}: inherit the shared settings (`base: base/cpu.yaml` plus task.name / task.timeout_s; "
         f"see configs/base/) instead of repeating them")
-    own = _leaves({k: v for k, v in yaml.safe_load(path.read_text()).items() if k != "base"})
+    own = leaves({k: v for k, v in yaml.safe_load(path.read_text()).items() if k != "base"}, HelixConfig)
     inherited = _resolved(chain[0])
     repeated = [k for k, v in own.items() if not k.startswith("task.") and inherited.get(k) == v
                 and path.stem != "quickstart"]  # the quickstart spells out a few defaults on purpose

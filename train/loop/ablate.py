@@ -49,13 +49,15 @@ def available_variants() -> list[str]:
 
 
 def _leaves(data: dict) -> dict:
-    """{"section.key": value}; a mapping-valued setting (evolution.operators) stays one setting."""
-    out = {}
+    """{"section.key": value}, nested sections too ("rollout.vllm.tp"); a mapping-valued setting
+    (evolution.operators) stays one setting."""
+    from train.loop.config import HelixConfig
+    from train.loop.schema import leaves
+
     for section, value in data.items():
         if not isinstance(value, dict):
             raise ValueError(f"'{section}' must be a section (a mapping of settings), got {value!r}")
-        out.update({f"{section}.{key}": v for key, v in value.items()})
-    return out
+    return leaves(data, HelixConfig)
 
 
 def variant_settings(variant: str) -> dict:

@@ -190,3 +190,18 @@ def flatten(section: Any, prefix: str = "") -> dict[str, Any]:
         else:
             out[f"{prefix}{f.name}"] = value
     return out
+
+
+def leaves(data: dict, cls: type, prefix: str = "") -> dict[str, Any]:
+    """A YAML mapping's settings by dotted name, as deep as ``cls`` has nested sections
+    (``{"rollout": {"vllm": {"tp": 2}}}`` -> ``{"rollout.vllm.tp": 2}``); a mapping-valued setting
+    (``evolution.operators``) and a key ``cls`` does not know stay one setting (load_config judges them)."""
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for key, value in data.items():
+        section = hints.get(key)
+        if isinstance(value, dict) and dataclasses.is_dataclass(section):
+            out.update(leaves(value, section, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
