@@ -4,7 +4,7 @@ Same interface as ``diversity.KnnIndex``. New items find their neighbours with a
 (inner product on unit vectors = cosine) plus the exact new-vs-new block. Old items' lists are
 updated in reverse from those same searches: an old item learns of a newcomer only if it is
 among that newcomer's ``reverse_k`` nearest. Both approximations are measured against the
-exact index by ``scripts/bench_population.py`` (recall of the top-k similarities, Div error).
+exact index by ``scripts/bench/bench_population.py`` (recall of the top-k similarities, Div error).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -308,3 +309,55 @@ class Archive:
     def get_meta(self, key: str) -> str | None:
         r = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if r is None else r[0]
+
+    # ---- whole-run reads (reports, ablation tables, the run browser) -------------------
+    def scores(self) -> list[tuple[int, int | None, int, float, bool]]:
+        """(id, parent_id, epoch, reward, valid) of every solution in id order: what curves and
+        tables of a run need, without reading code or embeddings."""
+        rows = self.db.execute("SELECT id, parent_id, epoch, reward, valid FROM solutions ORDER BY id")
+        return [(i, p, e, r, bool(v)) for i, p, e, r, v in rows]
+
+    def program_epochs(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, epochs) of every program (a solution with an embedding), in id order."""
+        rows = self.db.execute("SELECT id, epoch FROM solutions WHERE embedding IS NOT NULL ORDER BY id").fetchall()
+        return np.array([r[0] for r in rows], dtype=np.int64), np.array([r[1] for r in rows], dtype=np.int64)
+
+    def solutions_with_hash(self) -> Iterator[tuple[Solution, str | None]]:
+        """Every solution in id order with its stored canonical-code hash (None before it was embedded)."""
+        for r in self.db.execute(f"SELECT {self._fields()}, code_hash FROM solutions ORDER BY id"):
+            yield _row(r), r[-1]
+
+
+class ArchiveError(ValueError):
+    """A file that is not a readable HELIX archive."""
+
+
+class ReadOnlyArchive(Archive):
+    """The archive's reader: the same queries over a read-only connection (SQLite ``mode=ro``), so
+    a report, an inspection or a browser on a run that is still going never writes to it, never
+    migrates its schema and never holds a write lock. An older archive is read as it is (missing
+    columns read as their meaning, see ``_fields``)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise ArchiveError(f"no archive at {self.path}")
+        self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+        try:
+            tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise ArchiveError(f"{self.path} is not a readable SQLite archive: {exc}") from None
+        if "solutions" not in tables:
+            self.db.close()
+            raise ArchiveError(f"{self.path} has no 'solutions' table: not a HELIX archive")
+        self.has_populations = "populations" in tables
+        self.columns = {r[1] for r in self.db.execute("PRAGMA table_info(solutions)")}
+
+    def population_columns(self) -> set[str]:
+        return {r[1] for r in self.db.execute("PRAGMA table_info(populations)")} if self.has_populations else set()
+
+    def population_epochs(self) -> list[int]:
+        if not self.has_populations:
+            return []
+        return [r[0] for r in self.db.execute("SELECT DISTINCT epoch FROM populations ORDER BY epoch")]

@@ -1,134 +1,16 @@
-"""Inspect a HELIX archive: the best solutions, one solution's lineage with the diffs between
-generations, the Pareto front (reward, Div) of an epoch's population, and what the children came to.
+"""Inspect a HELIX archive, read-only: the best solutions, a lineage with its diffs, an epoch's Pareto
+front, what the children came to.
 
     .venv/bin/python scripts/inspect_archive.py runs/latest top -k 10
     .venv/bin/python scripts/inspect_archive.py runs/latest lineage 42
-    .venv/bin/python scripts/inspect_archive.py runs/latest front --epoch 3
-    .venv/bin/python scripts/inspect_archive.py runs/latest children -k 5
 
-RUN is a run directory (its archive.sqlite and config.yaml are used) or an archive file. The archive
-is opened read-only, so a run that is still going can be inspected and is never written to.
+The commands are train/runs/inspect_archive.py (``--help`` for all of them).
 """
 
-from __future__ import annotations
-
-import argparse
-import difflib
 import os
 import sys
-from pathlib import Path
 
-import numpy as np
-import yaml
-from child_outcomes import OUTCOMES, child_outcomes
-from report_data import ReadOnlyArchive, RunDirError
-
-from population.archive import Archive
-from population.diversity import knn_diversity
-
-
-def _paths(run: str) -> tuple[Path, int]:
-    path = Path(run)
-    archive = path / "archive.sqlite" if path.is_dir() else path
-    if not archive.is_file():
-        raise SystemExit(f"inspect_archive: no archive at {archive}")
-    k = 5
-    config = archive.parent / "config.yaml"
-    if config.is_file():
-        k = yaml.safe_load(config.read_text())["population"]["knn_k"]
-    return archive, k
-
-
-def _line(text: str, width: int = 90) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def cmd_top(arch: Archive, args) -> None:
-    print(f"{'id':>6} {'epoch':>5} {'parent':>6} {'reward':>12} valid  feedback")
-    for s in arch.top(args.k):
-        print(f"{s.id:>6} {s.epoch:>5} {s.parent_id if s.parent_id is not None else '-':>6} {s.reward:>12.8g} "
-              f"{'yes' if s.valid else 'no ':>5}  {_line(s.feedback)}")
-
-
-def cmd_lineage(arch: Archive, args) -> None:
-    chain = arch.lineage(args.id)
-    for depth, s in enumerate(chain):
-        made = "" if depth == 0 else f", by {s.operator}"
-        print(f"=== generation {depth}: solution {s.id} (epoch {s.epoch}{made}), reward {s.reward:.8g}, "
-              f"{'valid' if s.valid else 'invalid'}\n    feedback: {_line(s.feedback, 200)}")
-        if s.second_parent_id is not None:
-            mate = arch.get(s.second_parent_id)
-            print(f"    second parent: solution {mate.id} (epoch {mate.epoch}), reward {mate.reward:.8g}; "
-                  f"the diff below is from the first parent, solution {s.parent_id}")
-        if depth == 0:
-            print("\n".join("    " + line for line in s.code.splitlines()) if args.code else "    (root program; --code shows it)")
-        else:
-            diff = difflib.unified_diff(chain[depth - 1].code.splitlines(), s.code.splitlines(),
-                                        f"solution {chain[depth - 1].id}", f"solution {s.id}", lineterm="")
-            print("\n".join("    " + line for line in diff) or "    (no code change)")
-
-
-def cmd_front(arch: Archive, args, k: int) -> None:
-    epoch, ids = arch.get_population(args.epoch)
-    if not ids:
-        raise SystemExit("inspect_archive: the archive has no population yet")
-    programs = arch.program_ids(epoch)
-    row_of = {int(i): r for r, i in enumerate(programs)}
-    members = sorted(set(ids) & set(row_of))
-    emb = arch.get_embeddings(programs)
-    div = knn_diversity(arch.get_embeddings(members), emb, k, np.array([row_of[i] for i in members]))
-    rewards = arch.rewards(members)
-    front = [i for i in range(len(members)) if not any(
-        rewards[j] >= rewards[i] and div[j] >= div[i] and (rewards[j] > rewards[i] or div[j] > div[i]) for j in range(len(members)))]
-    print(f"epoch {epoch}: population of {len(ids)} slots, {len(front)} on the Pareto front of (reward, Div), k={k}, "
-          f"Div over {len(programs)} programs")
-    print(f"{'id':>6} {'reward':>12} {'Div':>8}")
-    for i in sorted(front, key=lambda i: -rewards[i]):
-        print(f"{members[i]:>6} {rewards[i]:>12.8g} {div[i]:>8.4f}")
-
-
-def cmd_children(arch: Archive, args) -> None:
-    out = child_outcomes(arch, args.k)
-    print(f"{out.children} children: " + ", ".join(f"{label} {out.counts[key]} ({out.frac(key):.2f})" for key, label in OUTCOMES))
-    best = "none valid" if out.best is None else f"{out.best:.8g}, first reached in epoch {out.best_epoch}"
-    print(f"best: {best}")
-    print(f"{out.distinct_valid} distinct valid programs among {out.counts['valid']} valid children; the most written:")
-    print(f"{'copies':>6} {'first':>6} {'epoch':>5} {'reward':>12}  change from its parent")
-    for c in out.most_written:
-        print(f"{c.count:>6} {c.first_id:>6} {c.epoch:>5} {c.reward:>12.8g}  {c.change}")
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("run", help="run directory or archive.sqlite")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("top", help="the best solutions")
-    p.add_argument("-k", type=int, default=10)
-    p = sub.add_parser("lineage", help="a solution's ancestors and the diffs between generations")
-    p.add_argument("id", type=int)
-    p.add_argument("--code", action="store_true", help="print the root program in full")
-    p = sub.add_parser("front", help="the Pareto front of an epoch's population")
-    p.add_argument("--epoch", type=int, default=None, help="default: the latest")
-    p = sub.add_parser("children", help="children by outcome, distinct valid programs, the most written ones")
-    p.add_argument("-k", type=int, default=5)
-    args = parser.parse_args(argv)
-    archive, k = _paths(args.run)
-    try:
-        arch = ReadOnlyArchive(archive)
-    except RunDirError as exc:
-        raise SystemExit(f"inspect_archive: {exc}") from None
-    with arch:
-        if args.command == "top":
-            cmd_top(arch, args)
-        elif args.command == "lineage":
-            cmd_lineage(arch, args)
-        elif args.command == "children":
-            cmd_children(arch, args)
-        else:
-            cmd_front(arch, args, k)
-    return 0
-
+from train.runs.inspect_archive import main
 
 if __name__ == "__main__":
     try:

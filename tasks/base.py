@@ -21,14 +21,16 @@ than being silently ignored.
 
 Optional task.yaml keys (all checked at load time):
 
-* ``harness`` + ``harness_entry``: a trusted Python file (path relative to the task folder, inside
-  tasks/, so a family of tasks can share one) that the sandbox executes right after the candidate
-  program, in the same module, and whose ``harness_entry()`` it calls instead of the program's
-  ``entry_function``. Its definitions come last, so they win over any redefinition by the program;
-  only the program's frames appear in tracebacks. Use it when the program supplies a piece (e.g.
-  ``func(x, params)``) that must be driven (fitted, simulated) inside the sandbox, because untrusted
-  code never runs in the trainer. Whatever the harness returns is still only an artefact: the
-  verifier, in the parent, scores it against data the child never sees.
+* ``harness`` + ``harness_entry``: a trusted Python file that the sandbox executes right after the
+  candidate program, in the same module, and whose ``harness_entry()`` it calls instead of the
+  program's ``entry_function``. Its definitions come last, so they win over any redefinition by the
+  program; only the program's frames appear in tracebacks. Use it when the program supplies a piece
+  (e.g. ``func(x, params)``) that must be driven (fitted, simulated) inside the sandbox, because
+  untrusted code never runs in the trainer. Whatever the harness returns is still only an artefact:
+  the verifier, in the parent, scores it against data the child never sees. The path is relative to
+  tasks/ and stays inside it (no ``..``, no absolute path, no symlink out): a family's shared
+  harness is ``families/<family>/harness.py`` (tasks/families/ holds the code a family of task
+  folders shares), a task's own ``<task>/harness.py``.
 * ``driver`` (needs a harness; no cascade): the harness's entry is driven step by step by trusted
   code in the evaluating process (rewards/channel.py), for tasks whose data the program must not
   see at once (online bin packing: the items still to come). The value names a callable defined by
@@ -173,6 +175,13 @@ class Task:
 # Mutation kinds a task may add to the warm start's numeric and line edits (train.warm_start_data.EXTRA)
 WARM_START_MUTATIONS = ("terms",)
 
+
+def _is_tasks_path(value: str) -> bool:
+    """A relative POSIX path that cannot climb: checked before it is joined to tasks/, so a path
+    that leaves tasks/ is refused by its form, not only by where it happens to resolve."""
+    return "\\" not in value and all(part not in ("", ".", "..") for part in value.split("/"))
+
+
 # key -> (accepted types, check, what the check means)
 _SPEC: dict[str, tuple[tuple[type, ...], Callable[[Any], bool], str]] = {
     "name": ((str,), bool, "a non-empty string"),
@@ -183,7 +192,9 @@ _SPEC: dict[str, tuple[tuple[type, ...], Callable[[Any], bool], str]] = {
     "best_known_source": ((str,), bool, "a non-empty string"),
 }
 _OPTIONAL: dict[str, tuple[tuple[type, ...], Callable[[Any], bool], str]] = {
-    "harness": ((str,), lambda v: v.endswith(".py"), "a .py file path relative to the task folder"),
+    "harness": ((str,), lambda v: _is_tasks_path(v) and v.endswith(".py"),
+                "a .py file path relative to tasks/ (e.g. families/symreg/harness.py): '/' between parts, "
+                "none of them '..', '.' or empty, so not absolute"),
     "harness_entry": ((str,), str.isidentifier, "a Python identifier (a function of the harness)"),
     "driver": ((str,), str.isidentifier, "a Python identifier (a callable defined by verifier.py)"),
     "data_files": ((list,), lambda v: all(isinstance(n, str) and n and "/" not in n and "\\" not in n
@@ -251,9 +262,10 @@ def _defined_functions(path: Path, source: str) -> set[str]:
 
 
 def _read_harness(folder: Path, spec: dict) -> str:
-    path = (folder / spec["harness"]).resolve()
+    path = (TASKS_DIR / spec["harness"]).resolve()
     if not path.is_relative_to(TASKS_DIR.resolve()) or not path.is_file():
-        raise ValueError(f"{folder / 'task.yaml'}: harness '{spec['harness']}' must be a file inside {TASKS_DIR}")
+        raise ValueError(f"{folder / 'task.yaml'}: harness '{spec['harness']}' must be a file inside {TASKS_DIR} "
+                         "(the path is relative to tasks/, not to the task folder)")
     source = path.read_text(encoding="utf-8")
     defined = _defined_functions(path, source)
     for key in ("harness_entry", "cascade_entry"):

@@ -1,6 +1,4 @@
-import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,21 +12,14 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 # token cached by an earlier Ray session in this process would not match a new head's).
 os.environ["RAY_AUTH_MODE"] = "disabled"
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 
-def load_script(name: str):
-    """scripts/NAME.py as a module (scripts/ is not a package): ``from conftest import load_script``.
-
-    scripts/ goes on sys.path as it does when the script runs, so its imports of sibling modules resolve."""
-    if str(ROOT / "scripts") not in sys.path:
-        sys.path.insert(0, str(ROOT / "scripts"))
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the file executes
-    spec.loader.exec_module(module)
-    return module
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a Python process a test starts (a worker, a throwaway evaluator): this
+    checkout and tests/ first on its PYTHONPATH, so it imports the code under test rather than
+    another install's, and the test helpers, with no sys.path edit of its own."""
+    path = [str(ROOT), str(ROOT / "tests"), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(path)), **extra}
 
 
 @pytest.fixture(scope="session")

@@ -2,29 +2,28 @@
 ablation end to end."""
 
 import json
-import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-import ablate
+from population.archive import Archive
+from train import ablate
+from train.runs import ablation
 
 
 def test_summary_is_mean_and_sample_std_per_variant():
-    results = [ablate.RunResult("helix", 0, 2.0, 0.5, 1.0, 8, 10.0), ablate.RunResult("helix", 1, 2.5, 0.1, 0.5, 8, 12.0),
-               ablate.RunResult("random", 0, 1.0, 0.2, 0.0, 8, 9.0)]
-    helix, rnd = ablate.summarize(results)
+    results = [ablation.RunResult("helix", 0, 2.0, 0.5, 1.0, 8, 10.0), ablation.RunResult("helix", 1, 2.5, 0.1, 0.5, 8, 12.0),
+               ablation.RunResult("random", 0, 1.0, 0.2, 0.0, 8, 9.0)]
+    helix, rnd = ablation.summarize(results)
     assert helix["variant"] == "helix" and helix["seeds"] == 2
     assert helix["best_mean"] == pytest.approx(2.25) and helix["best_std"] == pytest.approx(np.sqrt(0.125))
     assert helix["best_max"] == 2.5 and helix["reward_mean"] == pytest.approx(0.3)
     assert helix["reward_std"] == pytest.approx(np.std([0.5, 0.1], ddof=1)) and helix["valid_frac"] == 0.75
     assert helix["wall_s"] == 11.0 and rnd["best_std"] == 0.0  # one seed: no spread to report
-    table = ablate.markdown([helix, rnd], "t")
+    table = ablation.markdown([helix, rnd], "t")
     assert "| helix | 2 | 2.25 ± 0.35 | 2.5 |" in table
 
 
@@ -48,11 +47,9 @@ def _fake_helix(calls):
         run_dir = Path(next(a for a in cmd if a.startswith("run.output_dir=")).split("=", 1)[1]) / next(
             a for a in cmd if a.startswith("run.name=")).split("=", 1)[1]
         run_dir.mkdir(parents=True)
-        db = sqlite3.connect(run_dir / "archive.sqlite")
-        db.execute("CREATE TABLE solutions (reward REAL, valid INTEGER, parent_id INTEGER)")
-        db.execute("INSERT INTO solutions VALUES (1.0, 1, NULL), (2.0, 1, 1)")
-        db.commit()
-        db.close()
+        with Archive(run_dir / "archive.sqlite") as arch:
+            (root,) = arch.add_many([dict(parent_id=None, epoch=0, code="s", reward=1.0, valid=True, feedback="")])
+            arch.add_many([dict(parent_id=root, epoch=1, code="c", reward=2.0, valid=True, feedback="")])
         return subprocess.CompletedProcess(cmd, 0, "", "")
     return run
 

@@ -1,7 +1,6 @@
-"""scripts/bench_circle_reach.py: the literal rewriting, the two structural rewrites' scores (checked
+"""scripts/bench/bench_circle_reach.py (train/warm_start_reach.py): the literal rewriting, the two structural rewrites' scores (checked
 against sums computed here with numpy/scipy, not through the script), and the search's bookkeeping."""
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -13,11 +12,10 @@ from scipy.optimize import linprog
 
 from rewards import Evaluator
 from tasks import load_task
+from train import warm_start_reach as reach
+from train.warm_start_data import _numbers
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("bench_circle_reach", ROOT / "scripts" / "bench_circle_reach.py")
-reach = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(reach)
 
 
 def starter_centres() -> np.ndarray:
@@ -62,7 +60,7 @@ def task():
 
 def test_with_values_rewrites_exactly_the_chosen_literals(task):
     starter = task.initial_program
-    sites = [s for s in reach._numbers(starter) if "." in s[2]]
+    sites = [s for s in _numbers(starter) if "." in s[2]]
     assert [t for _, _, t in sites][:4] == ["0.5", "0.5", "0.5", "0.3"]  # centre, then the inner ring
     values = np.array([float(t) for _, _, t in sites])
     values[3] = 0.2875  # the inner ring's x radius only
@@ -101,7 +99,7 @@ def test_search_trace_is_monotone_and_its_program_scores_its_last_value(task):
 
 @pytest.mark.slow
 def test_cli_prints_a_row_per_seed_and_the_two_rewrites():
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_circle_reach.py"), "--evaluations", "17",
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench" / "bench_circle_reach.py"), "--evaluations", "17",
                            "--seeds", "0", "1"], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "| program | best after 17 | vs starter |" in proc.stdout

@@ -1,4 +1,4 @@
-"""scripts/bench_overlap.py runs the real loop twice and prints its table (timings are not asserted)."""
+"""scripts/bench/bench_overlap.py runs the real loop twice and prints its table (timings are not asserted)."""
 
 import subprocess
 import sys
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.slow
 def test_bench_overlap_reports_both_modes():
-    cmd = [sys.executable, str(ROOT / "scripts" / "bench_overlap.py"), "--epochs", "1", "--prompts", "2", "--group", "2",
+    cmd = [sys.executable, str(ROOT / "scripts" / "bench" / "bench_overlap.py"), "--epochs", "1", "--prompts", "2", "--group", "2",
            "--gen-s", "0.2", "--work-s", "0.05"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]

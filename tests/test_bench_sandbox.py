@@ -1,4 +1,4 @@
-"""scripts/bench_sandbox.py runs and reports every row with its ratios (figures: BENCHMARKS.md)."""
+"""scripts/bench/bench_sandbox.py runs and reports every row with its ratios (figures: BENCHMARKS.md)."""
 
 import re
 import subprocess
@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_bench_sandbox_reports_both_programs_sequential_and_parallel():
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_sandbox.py"), "--n", "2", "--repeats", "1",
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench" / "bench_sandbox.py"), "--n", "2", "--repeats", "1",
                            "--workers", "2", "--binpack", "bin_packing_or", "--binpack-n", "1"],
                           capture_output=True, text=True, timeout=600, cwd=ROOT, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""scripts/bench_trainer.py runs end to end on tiny-random, and its two trainers agree: with the
+"""scripts/bench/bench_trainer.py runs end to end on tiny-random, and its two trainers agree: with the
 same settings (eps 0.2, beta 1e-3 k3 KL, token-mean, same batch) the first step's gradient
 norm of our verl-loss Learner equals TRL GRPOTrainer's, so the timing compares like with like."""
 
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.slow
 def test_bench_trainer_compares_like_with_like():
-    cmd = [sys.executable, str(ROOT / "scripts" / "bench_trainer.py"), "--model", "tiny-random", "--seqs", "4",
+    cmd = [sys.executable, str(ROOT / "scripts" / "bench" / "bench_trainer.py"), "--model", "tiny-random", "--seqs", "4",
            "--group-size", "2", "--micro-batch", "2", "--prompt-len", "16", "--completion-len", "8", "--repeats", "1",
            "--threads", "1"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
@@ -30,7 +30,7 @@ def test_bench_trainer_compares_like_with_like():
 def test_bench_trainer_prefix_mode_times_the_same_update():
     """--impl prefix: trainer.shared_prefix off and on take the same step (same first-step loss and
     gradient norm) in fewer micro-batches, and the ratio line is printed."""
-    cmd = [sys.executable, str(ROOT / "scripts" / "bench_trainer.py"), "--model", "tiny-random", "--impl", "prefix",
+    cmd = [sys.executable, str(ROOT / "scripts" / "bench" / "bench_trainer.py"), "--model", "tiny-random", "--impl", "prefix",
            "--seqs", "8", "--group-size", "4", "--micro-batch", "8", "--max-tokens", "300", "--prompt-len", "40",
            "--completion-len", "8", "--repeats", "1", "--threads", "1"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)

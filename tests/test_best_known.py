@@ -13,7 +13,7 @@ from scipy.optimize import minimize
 
 from rewards import Evaluator
 from tasks import available_tasks, load_task
-from tasks.functions import eggholder
+from tasks.families.functions.verify import eggholder
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "best_known.md"
 

@@ -13,7 +13,7 @@ So, through ``Evaluator(task).evaluate(code)``: a cheat that finds nothing score
 starter's reward; one that finds the future scores several points more (98.6 against 94.76 on
 bin_packing_or before the driver). Every test asserts the starter's reward exactly, and, as its
 positive control, that the same program does lift the reward where the items are in reach: run
-with the harness of before the driver (scripts/bin_packing_harness_before.py: the whole instance in
+with the harness of before the driver (scripts/bench/bin_packing_harness_before.py: the whole instance in
 the program's process, data.npz in its directory). These tests fail on the code of before the
 driver (9816832): there the cheats score 98.6.
 """
@@ -32,7 +32,7 @@ from rewards.sandbox import isolation, run_program
 from tasks import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
-BEFORE = ROOT / "scripts" / "bin_packing_harness_before.py"
+BEFORE = ROOT / "scripts" / "bench" / "bin_packing_harness_before.py"
 TASK = load_task("bin_packing_or")
 K = 8
 

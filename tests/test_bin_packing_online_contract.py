@@ -13,10 +13,11 @@ import tempfile
 from array import array
 
 import pytest
+from conftest import child_env
 
 import tasks.base
 from rewards import isolation, run_program
-from rewards.sandbox import RUNNER, SANDBOX_USER
+from rewards.sandbox import SANDBOX_USER
 from tasks import load_task
 
 OR = load_task("bin_packing_or")
@@ -28,7 +29,8 @@ OR = load_task("bin_packing_or")
 def tasks_dir(tmp_path, monkeypatch):
     """A private tasks/ folder: bin_packing_or copied as `copy`, with the shared harness."""
     shutil.copytree(OR.folder, tmp_path / "copy", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(OR.folder.parent / "bin_packing_harness.py", tmp_path)
+    (tmp_path / "families" / "bin_packing").mkdir(parents=True)
+    shutil.copy(OR.folder.parent / "families" / "bin_packing" / "harness.py", tmp_path / "families" / "bin_packing")
     spec = tmp_path / "copy" / "task.yaml"
     spec.write_text(spec.read_text().replace("name: bin_packing_or", "name: copy"))
     monkeypatch.setattr(tasks.base, "TASKS_DIR", tmp_path)
@@ -46,7 +48,7 @@ def test_a_copy_loads_with_its_driver(tasks_dir):
     (lambda t: t.replace("driver: DRIVER", "driver: INSTANCES"), ["does not define the callable INSTANCES"]),
     (lambda t: t.replace("driver: DRIVER", "driver: 3"), ["'driver' must be a Python identifier"]),
     (lambda t: t.replace("driver: DRIVER", "driver: drive.r"), ["'driver' must be a Python identifier"]),
-    (lambda t: t.replace("harness: ../bin_packing_harness.py", "").replace("harness_entry: helix_online_step", ""),
+    (lambda t: t.replace("harness: families/bin_packing/harness.py", "").replace("harness_entry: helix_online_step", ""),
      ["'driver' drives the harness's entry step by step: add 'harness' and 'harness_entry'"]),
     (lambda t: t + "cascade_entry: helix_online_step\ncascade_timeout_s: 5\n", ["'driver' and 'cascade_entry' cannot be combined"]),
 ])
@@ -216,10 +218,9 @@ def step(request):
 EVALUATOR = r'''
 import json, os, sys
 from array import array
-sys.path.insert(0, sys.argv[1])
 from rewards import run_program
 
-SECRET = json.loads(sys.argv[3])
+SECRET = json.loads(sys.argv[2])
 HELD = array("q", SECRET)  # the driver's data, raw int64 in this process
 
 
@@ -230,7 +231,7 @@ def driver():
     return answers
 
 
-out = run_program(open(sys.argv[2]).read(), "step", 60.0, 512, driver=driver)
+out = run_program(open(sys.argv[1]).read(), "step", 60.0, 512, driver=driver)
 with open("/proc/self/mem", "rb", buffering=0) as mem:  # the data are there to be found by whoever may read it
     mem.seek(HELD.buffer_info()[0])
     here = mem.read(24) == HELD.tobytes()
@@ -252,8 +253,8 @@ def test_the_program_cannot_read_the_drivers_memory_when_the_evaluator_is_root(t
         pytest.skip("the root path: the evaluator is root and programs run as nobody")
     program = tmp_path / "snoop.py"
     program.write_text(SNOOP)
-    out = subprocess.run([sys.executable, "-c", EVALUATOR, os.path.dirname(os.path.dirname(RUNNER)), str(program),
-                          json.dumps(SECRET)], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", EVALUATOR, str(program), json.dumps(SECRET)], capture_output=True, text=True,
+                         timeout=120, env=child_env())
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     check_snoop(report, report["pid"])
@@ -278,8 +279,8 @@ def test_the_program_cannot_read_the_drivers_memory_when_the_evaluator_is_an_ord
         with open(program, "w") as fh:
             fh.write(SNOOP)
         os.chmod(program, 0o644)
-        out = subprocess.run([*prefix, "-c", EVALUATOR, os.path.dirname(os.path.dirname(RUNNER)), program,
-                              json.dumps(SECRET)], capture_output=True, text=True, timeout=120)
+        out = subprocess.run([*prefix, "-c", EVALUATOR, program, json.dumps(SECRET)], capture_output=True, text=True,
+                             timeout=120, env=child_env())
     finally:
         shutil.rmtree(folder)
     assert out.returncode == 0, out.stderr[-2000:]

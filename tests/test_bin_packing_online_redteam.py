@@ -4,8 +4,8 @@ Three layers stand between a program and its reward. Each is tested alone, and e
 check it relies on out (monkeypatch) to show that the hostile input is then accepted, so it is
 that check, and not luck, that refuses it:
 * the channel (rewards/channel.py): a reply is at most 1 MB of JSON without NaN or infinities;
-* the driver (tasks/bin_packing_driver.py): a reply is one plain int per item, naming a bin with room;
-* the verifier (tasks/bin_packing.py): the driver's artefact places every item once, within capacity.
+* the driver (tasks/families/bin_packing/driver.py): a reply is one plain int per item, naming a bin with room;
+* the verifier (tasks/families/bin_packing/verify.py): the driver's artefact places every item once, within capacity.
 Then hostile programs through ``Evaluator``, speaking to the driver over the channel's pipe themselves,
 forging the result, dying or hanging.
 """
@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 
 import rewards.channel as channel
-import tasks.bin_packing_driver as driver_module
+import tasks.families.bin_packing.driver as driver_module
 from rewards import Evaluator
 from rewards.channel import Link
 from tasks import load_task
-from tasks.bin_packing import Instances, verify_packing
-from tasks.bin_packing_driver import OnlineDriver
+from tasks.families.bin_packing.driver import OnlineDriver
+from tasks.families.bin_packing.verify import Instances, verify_packing
 
 TASK = load_task("bin_packing_or")
 ROUND_0 = sum(len(v) for v in TASK.driver.sets.values())  # items in the first request: one per instance

@@ -23,7 +23,8 @@ def func(x, params):
 def tasks_dir(tmp_path, monkeypatch):
     """symreg_chemistry copied as `copy`, in a private tasks/ folder with the shared harness."""
     shutil.copytree(CHEM.folder, tmp_path / "copy", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(CHEM.folder.parent / "symreg_harness.py", tmp_path)
+    (tmp_path / "families" / "symreg").mkdir(parents=True)
+    shutil.copy(CHEM.folder.parent / "families" / "symreg" / "harness.py", tmp_path / "families" / "symreg")
     spec = tmp_path / "copy" / "task.yaml"
     spec.write_text(spec.read_text().replace("name: symreg_chemistry", "name: copy"))
     monkeypatch.setattr(tasks.base, "TASKS_DIR", tmp_path)
@@ -72,7 +73,7 @@ def test_a_valid_program_gets_the_same_reward_with_and_without_the_cascade():
     (lambda t: t.replace("cascade_timeout_s: 5", "cascade_timeout_s: 60"), ["must be below 'timeout_s'"]),
     (lambda t: t.replace("cascade_timeout_s: 5", ""), ["'cascade_entry' needs 'cascade_timeout_s'"]),
     (lambda t: t.replace("cascade_entry: helix_sanity_check", "cascade_entry: check"), ["does not define check()"]),
-    (lambda t: t.replace("harness: ../symreg_harness.py", "").replace("harness_entry: helix_fit_and_predict", ""),
+    (lambda t: t.replace("harness: families/symreg/harness.py", "").replace("harness_entry: helix_fit_and_predict", ""),
      ["'cascade_entry' names a function of the harness"]),
     (lambda t: t.replace("cascade_timeout_s: 5", "cascade_timeout_s: -1"), ["'cascade_timeout_s' must be a number > 0"]),
 ])

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import child_env
 from test_learner import _learner, samples
 
 from train.checkpoint import checkpoint_dirs, latest_checkpoint, load_checkpoint, save_checkpoint
@@ -79,10 +80,9 @@ def test_a_failed_background_write_raises_where_the_loop_waits(tiny_model, token
 
 
 KILLED_MID_WRITE = """
-import os, signal, sys
+import os, signal
 from concurrent.futures import Future
 os.environ["HF_HUB_OFFLINE"] = "1"
-sys.path[:0] = [{root!r}, {tests!r}]
 from train.checkpoint import save_checkpoint
 from train.distributed import DistInfo
 from train.models import load_policy
@@ -106,8 +106,8 @@ os.kill(os.getpid(), signal.SIGKILL)
 
 def test_a_kill_while_the_write_is_in_flight_leaves_the_previous_checkpoint_whole(tiny_model, tokenizer, tmp_path):
     run = tmp_path / "run"
-    script = KILLED_MID_WRITE.format(root=str(ROOT), tests=str(ROOT / "tests"), run=str(run))
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    script = KILLED_MID_WRITE.format(run=str(run))
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=child_env())
     assert proc.returncode == -9, proc.stderr[-3000:]
     assert [p.name for p in checkpoint_dirs(run)] == ["epoch-000001"]
     partial = [p for p in (run / "checkpoints").iterdir() if p.name.startswith(".tmp-epoch-000002")]
@@ -118,14 +118,13 @@ def test_a_kill_while_the_write_is_in_flight_leaves_the_previous_checkpoint_whol
 
 
 @pytest.mark.slow
-def test_bench_checkpoint_runs_both_modes_through_the_loop(capsys):
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import bench_checkpoint
-
+def test_bench_checkpoint_runs_both_modes_through_the_loop():
     tiny = ["model.policy=tiny-random", "warm_start.enabled=false", "rollout.engine=hf", "rollout.max_new_tokens=8",
             "rollout.group_size=2", "trainer.prompts_per_epoch=1", "population.size=4", "task.eval_workers=1"]
-    assert bench_checkpoint.main(["--epochs", "2", *tiny]) == 0
-    out = capsys.readouterr().out
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench" / "bench_checkpoint.py"), "--epochs", "2", *tiny],
+                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
     rows = [line for line in out.splitlines() if line.startswith(("| sync |", "| async |"))]
     assert len(rows) == 2 and all(" GB |" in r for r in rows)
     waited = re.search(r"async waits ([\d.]+)% of the synchronous time", out)

@@ -9,16 +9,13 @@ setting(s) a variant changes, applied by scripts/ablate.py to any config as dott
 """
 
 import functools
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from train import ablate
 from train.config import ConfigError, load_config, to_dict
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-import ablate
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 ALL = sorted(CONFIGS.rglob("*.yaml"))

@@ -3,20 +3,20 @@ same steps as one process; checkpoints resume exactly, also across strategies (D
 to HF in one process; token-budget micro-batching does not change the update."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+from conftest import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = str(ROOT / "tests" / "workers" / "learner_worker.py")
 
 
 def _run(out: Path, *args: str, ranks: int = 1) -> tuple[dict, list]:
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env = child_env(OMP_NUM_THREADS="1")
     if ranks == 1:
         cmd = [sys.executable, WORKER]
     else:

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from hostile_verdicts import with_warnings
 
-import tasks.boston_verify as boston_verify
+import tasks.families.boston.verify as boston_verify
 from rewards import Evaluator, run_program
 from tasks import load_task
 

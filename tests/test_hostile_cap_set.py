@@ -12,7 +12,7 @@ import pytest
 from hostile_verdicts import evaluate_quietly, verify_quietly
 from test_task_cap_set import CAP_20, as_lists
 
-import tasks.cap_set as cs
+import tasks.families.cap_set.verify as cs
 from tasks import load_task
 
 TASKS = {n: load_task(f"cap_set_{n}") for n in (4, 8)}

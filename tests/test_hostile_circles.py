@@ -15,8 +15,8 @@ import pytest
 from hostile_cases import brute_force_certified_sum
 from hostile_verdicts import with_warnings
 
-import tasks.circles as circles
-import tasks.rect_packing as rect_packing
+import tasks.families.circles.verify as circles
+import tasks.families.rect_packing.verify as rect_packing
 from rewards import Evaluator
 from tasks import load_task
 

@@ -11,7 +11,7 @@ from hostile_verdicts import evaluate_quietly, verify_quietly, weakened
 from test_task_dyck import BJS_PROGRAM, CATALAN, artefact, bjs, expected
 
 from tasks import load_task
-from tasks.dyck import dyck_paths
+from tasks.families.dyck.verify import dyck_paths
 
 TASK = load_task("dyck_bijection")
 

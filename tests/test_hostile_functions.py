@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hostile_verdicts import with_warnings
 
-import tasks.functions as functions
+import tasks.families.functions.verify as functions
 from rewards import Evaluator
 from tasks import load_task
 

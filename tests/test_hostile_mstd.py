@@ -18,6 +18,7 @@ B = [4, 5, 7, 8, 9, 12, 16, 17, 20, 24, 25, 27, 28, 29]
 WIDE = sorted({a + 59 * b for a in B for b in B})  # 196 integers in [236, 1740]
 SIXTY = [1, 2, 4, 5, 7, 8, 10, 17, 19, 26, 27, 28, 31, 32, 35, 38, 41, 44, 47, 50, 53, 55, 56, 57]
 HALVED = [x / 2 for x in SIXTY]  # 24 exact fractions in [0.5, 28.5]
+STARTER = 26 / 25  # Conway's set, the starter: what a cheat must beat to lift the reward
 FLOATS = {"is_integer": lambda a: isinstance(a, (int, float))}  # the weakened integer check
 
 
@@ -25,7 +26,7 @@ def test_the_weapon_by_hand():
     assert len({a + b for a in B for b in B}) == 51 and len({a - b for a in B for b in B}) == 47
     assert len({a + b for a in WIDE for b in WIDE}) == 51**2 and len({a - b for a in WIDE for b in WIDE}) == 47**2
     assert TASK.verify(B).reward == pytest.approx(51 / 47, rel=1e-15)
-    assert TASK.verify(B).reward > TASK.best_known
+    assert TASK.verify(B).reward == pytest.approx(TASK.best_known, rel=1e-12)  # B is the maximum in [0, 30)
     assert len({a + b for a in SIXTY for b in SIXTY}) == 113 and len({a - b for a in SIXTY for b in SIXTY}) == 105
     assert 0 < min(HALVED) and max(HALVED) < 30 and len(HALVED) <= 30 and all(2 * x == w for x, w in zip(HALVED, SIXTY))
     # repeats are rejected, and could not lift the ratio anyway: |A+A| and |A-A| are those of the set
@@ -48,7 +49,7 @@ def test_fractions_inside_the_range_are_refused(capfd, caplog):
     real = verify_quietly(TASK, HALVED, capfd, caplog)
     assert not real.valid and "element 0 is 0.5 (float), not an integer" in real.feedback
     fooled = weakened("mstd_30", **FLOATS).verify(HALVED)
-    assert fooled.valid and fooled.reward == pytest.approx(113 / 105, rel=1e-15) and fooled.reward > TASK.best_known
+    assert fooled.valid and fooled.reward == pytest.approx(113 / 105, rel=1e-15) and fooled.reward > STARTER
 
 
 PROGRAM = f"""

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hostile_verdicts import with_warnings
 
-import tasks.spherical_code as spherical_code
+import tasks.families.spherical_code.verify as spherical_code
 from rewards import Evaluator
 from tasks import load_task
 

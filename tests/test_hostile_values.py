@@ -34,8 +34,9 @@ OWN = ("circle_packing_26", "circle_packing_26_disk", "circle_packing_32", "circ
 def starter_artefact(name: str):
     """What the task's verifier receives for its starter: the JSON the sandbox returned."""
     task = load_task(name)
+    driven = {"driver": task.driver} if task.driver is not None else {}  # bin packing: the items stay out here
     run = run_program(task.initial_program, task.run_entry, max(task.timeout_s, 60), task.memory_mb,
-                      harness=task.harness, files=task.data_files)
+                      harness=task.harness, files=task.data_files, **driven)
     assert run.status == "ok", (name, run.status, run.error)
     return run.value
 

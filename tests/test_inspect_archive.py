@@ -5,12 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from population.archive import Archive
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-import child_outcomes
-import inspect_archive
-from report_data import ReadOnlyArchive
+from population.archive import Archive, ReadOnlyArchive
+from train.runs import inspect_archive, outcomes
 
 
 def build(tmp_path, crossover=False):
@@ -65,17 +61,17 @@ def test_inspect_archive_lineage_names_the_second_parent(tmp_path, capsys):
 
 
 def test_the_report_draws_both_edges_of_a_crossover_child(tmp_path):
-    import report
-    import report_data as rd
+    from train.runs import plots
+    from train.runs import run_data as rd
 
     path, (root, a, b, c) = build(tmp_path, crossover=True)
-    with rd.ReadOnlyArchive(path) as arch:
+    with ReadOnlyArchive(path) as arch:
         tree = rd.lineage_tree(arch, c)
     mates = [n for n in tree.nodes if n.mate]
     assert [(n.id, n.depth) for n in mates] == [(b, 1)]
-    pos = report.lineage_layout(tree)
+    pos = plots.lineage_layout(tree)
     assert pos[b] == (1.0, 1.0) and pos[c] == (2.0, 0.0) and pos[a] == (1.0, 0.0)
-    fig = report.plot_lineage(tree)
+    fig = plots.plot_lineage(tree)
     dashed = [line for line in fig.axes[0].lines if line.get_linestyle() == "--"]
     assert [(tuple(line.get_xdata()), tuple(line.get_ydata())) for line in dashed] == [((1.0, 2.0), (1.0, 0.0))]
     solid = {(tuple(line.get_xdata()), tuple(line.get_ydata())) for line in fig.axes[0].lines if line.get_linestyle() == "-"}
@@ -115,7 +111,7 @@ def test_children_outcomes_distinct_programs_and_the_most_written(tmp_path, caps
         arch.put_embeddings([i for i, _ in valid], np.zeros((len(valid), 2), np.float32), [hashes[c] for _, c in valid])
 
     with ReadOnlyArchive(path) as arch:
-        out = child_outcomes.child_outcomes(arch, k=2)
+        out = outcomes.child_outcomes(arch, k=2)
     assert out.children == 14
     assert out.counts == {"edit_failed": 2, "unchanged": 1, "repeat": 1, "valid": 8, "ran_failed": 2}
     assert out.frac("valid") == 8 / 14
@@ -143,7 +139,7 @@ def test_children_of_a_run_where_nothing_was_valid(tmp_path):
         arch.add_many([dict(parent_id=root, epoch=1, code="x", reward=0.0, valid=False, feedback="f",
                             metrics={"edit_failed": 1.0})])
     with ReadOnlyArchive(path) as arch:
-        out = child_outcomes.child_outcomes(arch)
+        out = outcomes.child_outcomes(arch)
     assert (out.children, out.distinct_valid, out.most_written, out.best, out.best_epoch) == (1, 0, [], None, None)
 
 

@@ -17,14 +17,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import load_script
+
+from rollout import serve
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "serve.py"
-
-
-def serve_module():
-    return load_script("serve")
 
 
 def run_directory(tokenizer, path: Path, max_prompt_tokens: int = 1280, max_new_tokens: int = 256) -> Path:
@@ -42,7 +39,6 @@ def run_directory(tokenizer, path: Path, max_prompt_tokens: int = 1280, max_new_
 
 
 def test_the_command_serves_a_runs_export_with_cpu_settings_only_on_a_cpu(tmp_path):
-    serve = serve_module()
     run = tmp_path / "run"
     (run / "export").mkdir(parents=True)
     (run / "export" / "config.json").write_text(json.dumps({"max_position_embeddings": 8192}))

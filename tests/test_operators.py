@@ -5,17 +5,13 @@ import ast
 import json
 import re
 import sqlite3
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from population.archive import Archive
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from population.archive import Archive, ReadOnlyArchive
 from rollout.edits import EditError
 from rollout.engines import ENGINES, Completion, HFEngine
 from rollout.operators import OPERATORS, Operator, function_source, make_operator, register_operator
@@ -325,12 +321,10 @@ def test_a_scripted_policy_drives_every_operator_through_the_loop(tmp_path):
 
 
 def test_a_read_only_reader_of_an_old_archive_sees_edit_children(tmp_path):
-    import report_data as rd
-
     path = tmp_path / "archive.sqlite"
     with sqlite3.connect(path) as db:
         db.executescript(OLD_SCHEMA)
-    with rd.ReadOnlyArchive(path) as arch:  # no migration: the file stays as it is
+    with ReadOnlyArchive(path) as arch:  # no migration: the file stays as it is
         assert (arch.get(2).operator, arch.get(2).second_parent_id) == ("edit", None)
         assert [s.id for s in arch.children(1)] == [2] and arch.best().id == 2
     with sqlite3.connect(path) as db:
@@ -338,7 +332,7 @@ def test_a_read_only_reader_of_an_old_archive_sees_edit_children(tmp_path):
 
 
 def test_the_operator_table_weighs_epochs_by_their_children():
-    import report_data as rd
+    from train.runs import run_data as rd
 
     rows = [{"epoch": 1, "op_edit_children": 6, "op_edit_program_frac": 0.5, "op_edit_valid_frac": 0.5,
              "op_edit_reward_mean": 0.9, "op_edit_reward_max": 1.8, "op_edit_new_best_frac": 0.0,

@@ -1,4 +1,4 @@
-"""scripts/plan_scale.py: the projection's arithmetic against hand-computed values, the sandbox
+"""scripts/plan_scale.py (train/scale_plan.py): the projection's arithmetic against hand-computed values, the sandbox
 rate read from a BENCHMARKS.md table, and the command line end to end on a paper config."""
 
 import math
@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import load_script
+
+from train import scale_plan as ps
 
 ROOT = Path(__file__).resolve().parents[1]
-ps = load_script("plan_scale")
 
 SANDBOX_MD = """# Benchmarks
 

@@ -1,12 +1,11 @@
-"""scripts/plot_ablation.py: best-so-far curves and the fixed-budget table from real archives."""
+"""scripts/plot_ablation.py (train/runs/ablation.py): best-so-far curves and the fixed-budget table from real archives."""
 
 import numpy as np
 import pytest
-from conftest import load_script
 
 from population.archive import Archive
-
-plot_ablation = load_script("plot_ablation")
+from train.runs import ablation, plot_ablation, report
+from train.runs.run_data import RunDirError
 
 
 def make_run(folder, rewards, valid, starter=1.8365):
@@ -21,7 +20,7 @@ def make_run(folder, rewards, valid, starter=1.8365):
 def test_best_so_far_counts_every_child_and_only_valid_rewards(tmp_path):
     # an invalid child's reward never counts, even when higher; a failed edit (0, invalid) is a child too
     make_run(tmp_path / "helix-s0", [1.70, 0.0, 1.8414, 2.5, 1.85], [True, False, True, False, True])
-    curve = plot_ablation.best_so_far(tmp_path / "helix-s0" / "archive.sqlite")
+    curve = ablation.best_so_far(tmp_path / "helix-s0" / "archive.sqlite")
     assert curve.tolist() == [1.8365, 1.8365, 1.8414, 1.8414, 1.85]
 
 
@@ -30,9 +29,9 @@ def test_table_and_plot_over_variants_and_seeds(tmp_path):
     make_run(tmp_path / "helix-s1", [1.90, 0.0], [True, False])
     make_run(tmp_path / "evo_only-s0", [0.0, 1.80], [False, True])
     (tmp_path / "latest").mkdir()  # not a run: ignored
-    curves = plot_ablation.collect(tmp_path)
+    curves = ablation.collect(tmp_path)
     assert sorted(curves) == ["evo_only", "helix"] and len(curves["helix"]) == 2
-    text = plot_ablation.table(curves, [1, 2])
+    text = ablation.table(curves, [1, 2])
     helix_after_2 = np.mean([1.86, 1.90]), np.std([1.86, 1.90], ddof=1)
     assert f"| helix | 2 | {np.mean([1.84, 1.90]):.4f} ± {np.std([1.84, 1.90], ddof=1):.4f} (n=2) | " \
            f"{helix_after_2[0]:.4f} ± {helix_after_2[1]:.4f} (n=2) |" in text
@@ -42,8 +41,10 @@ def test_table_and_plot_over_variants_and_seeds(tmp_path):
 
 
 def test_a_folder_without_runs_is_a_clear_exit(tmp_path):
-    with pytest.raises(SystemExit, match="no <variant>-s<seed>/archive.sqlite"):
-        plot_ablation.collect(tmp_path)
+    with pytest.raises(RunDirError, match="no <variant>-s<seed>/archive.sqlite"):
+        ablation.collect(tmp_path)
+    with pytest.raises(SystemExit, match="plot_ablation: no <variant>-s<seed>/archive.sqlite"):
+        plot_ablation.main([str(tmp_path)])
 
 
 def test_a_run_whose_archive_is_not_an_archive_is_a_clear_exit(tmp_path):
@@ -58,19 +59,18 @@ def test_a_run_whose_archive_is_not_an_archive_is_a_clear_exit(tmp_path):
 def test_valid_fraction_per_epoch_and_default_budgets(tmp_path):
     # epochs of 4 children (make_run): epoch 1 has 2 valid of 4, epoch 2 has 1 of 2 (a failed edit is a child)
     make_run(tmp_path / "helix-s0", [1.84, 0.0, 1.85, 0.0, 1.86, 0.0], [True, False, True, False, True, False])
-    assert plot_ablation.valid_by_epoch(tmp_path / "helix-s0" / "archive.sqlite").tolist() == [0.5, 0.5]
+    assert ablation.valid_by_epoch(tmp_path / "helix-s0" / "archive.sqlite").tolist() == [0.5, 0.5]
     make_run(tmp_path / "evo_only-s0", [1.7] * 3, [True, True, False])
-    assert plot_ablation.collect_valid(tmp_path)["evo_only"][0].tolist() == pytest.approx([2 / 3])
+    assert ablation.collect_valid(tmp_path)["evo_only"][0].tolist() == pytest.approx([2 / 3])
     long = {"helix": [np.zeros(70), np.zeros(64)], "evo_only": [np.zeros(100)]}
-    assert plot_ablation.default_budgets(long) == [16, 32, 64]  # 64 is the shortest run: the last budget
-    assert plot_ablation.default_budgets({"helix": [np.zeros(40)]}) == [16, 32, 40]
+    assert ablation.default_budgets(long) == [16, 32, 64]  # 64 is the shortest run: the last budget
+    assert ablation.default_budgets({"helix": [np.zeros(40)]}) == [16, 32, 40]
 
 
 def test_report_of_ablation_folders(tmp_path, capsys):
     import json
 
     import yaml
-    report = load_script("report")
     circles, keane = tmp_path / "q-circles", tmp_path / "q-keane"
     make_run(circles / "helix-s0", [1.84, 1.86], [True, True])
     make_run(circles / "helix-s1", [1.90, 0.0], [True, False])

@@ -306,9 +306,10 @@ def _second_id(runner) -> str | None:
 
 
 def test_the_end_of_a_run_leaves_nothing_on_any_node(cluster, runners):
-    """bin_packing_or's instances are data files: written once per worker, kept until the run ends,
-    then removed by close()'s sweep of every node, with the worker folders."""
-    task = load_task("bin_packing_or")
+    """boston_housing's data.npz is a data file: written once per worker, kept until the run ends,
+    then removed by close()'s sweep of every node, with the worker folders. (The online bin-packing
+    tasks ship no data any more: their trusted driver holds the items.)"""
+    task = load_task("boston_housing")
     runner = runners(task, cluster.cluster.address)
     results = Evaluator(task, timeout_s=10.0, runner=runner).evaluate_many([task.initial_program] * 4)
     assert [r.status for r in results] == ["ok"] * 4

@@ -1,4 +1,4 @@
-"""scripts/report.py: the pure data functions against hand-computed values, and the HTML report
+"""scripts/report.py (train/runs/): the pure data functions against hand-computed values, and the HTML report
 end to end on a small synthetic run (a real circle-packing program, re-run in the sandbox)."""
 
 import base64
@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 import yaml
 
-from population.archive import Archive
+from population.archive import Archive, ReadOnlyArchive
+from train.runs import plots, report
+from train.runs import run_data as rd
+from train.runs.page import new_figure
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import report  # noqa: E402
-import report_data as rd  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 INITIAL = (ROOT / "tasks" / "circle_packing_26" / "initial_program.py").read_text()
@@ -117,7 +117,7 @@ def test_pareto_front_by_hand():
 
 def test_populations_stored_and_recomputed_div(tmp_path):
     ids = build_archive(tmp_path / "archive.sqlite")
-    with rd.ReadOnlyArchive(tmp_path / "archive.sqlite") as arch:
+    with ReadOnlyArchive(tmp_path / "archive.sqlite") as arch:
         pops = rd.populations(arch, knn_k=2)
     assert [p.epoch for p in pops] == [0, 1, 2]
     assert [p.source for p in pops] == ["stored", "stored", "recomputed"]
@@ -132,7 +132,7 @@ def test_populations_stored_and_recomputed_div(tmp_path):
 
 def test_populations_without_embeddings_are_reward_only(tmp_path):
     build_archive(tmp_path / "archive.sqlite", embeddings=False)
-    with rd.ReadOnlyArchive(tmp_path / "archive.sqlite") as arch:
+    with ReadOnlyArchive(tmp_path / "archive.sqlite") as arch:
         pops = rd.populations(arch, knn_k=2)
     assert [p.source for p in pops] == ["stored", "stored", "unavailable"]
     assert np.isnan(pops[2].diversity).all() and pops[2].front.tolist() == []
@@ -140,7 +140,7 @@ def test_populations_without_embeddings_are_reward_only(tmp_path):
 
 def test_lineage_tree_chain_and_siblings(tmp_path):
     ids = build_archive(tmp_path / "archive.sqlite")
-    with rd.ReadOnlyArchive(tmp_path / "archive.sqlite") as arch:
+    with ReadOnlyArchive(tmp_path / "archive.sqlite") as arch:
         tree = rd.lineage_tree(arch, ids["c"])
         capped = rd.lineage_tree(arch, ids["c"], max_siblings=1)
     assert [(n.id, n.depth, n.on_chain) for n in tree.nodes] == [
@@ -149,14 +149,14 @@ def test_lineage_tree_chain_and_siblings(tmp_path):
     assert tree.hidden == {} and tree.best_id == ids["c"]
     assert [n.id for n in capped.nodes] == [ids["root"], ids["a"], ids["c"], ids["b2"], ids["d"]]
     assert capped.hidden == {1: 1}
-    assert report.lineage_layout(tree) == {ids["root"]: (0.0, 0.0), ids["a"]: (1.0, 0.0), ids["c"]: (2.0, 0.0),
+    assert plots.lineage_layout(tree) == {ids["root"]: (0.0, 0.0), ids["a"]: (1.0, 0.0), ids["c"]: (2.0, 0.0),
                                        ids["b2"]: (1.0, -1.0), ids["b"]: (1.0, -2.0), ids["d"]: (2.0, -1.0)}
 
 
 def test_lineage_plot_draws_every_node(tmp_path):
     ids = build_archive(tmp_path / "archive.sqlite")
-    with rd.ReadOnlyArchive(tmp_path / "archive.sqlite") as arch:
-        fig = report.plot_lineage(rd.lineage_tree(arch, ids["c"]))
+    with ReadOnlyArchive(tmp_path / "archive.sqlite") as arch:
+        fig = plots.plot_lineage(rd.lineage_tree(arch, ids["c"]))
     ax = fig.axes[0]
     assert sum(len(c.get_offsets()) for c in ax.collections) == 6  # 5 valid + 1 invalid marker
     labels = [t.get_text() for t in ax.texts]
@@ -175,7 +175,7 @@ def test_circle_render_draws_every_circle():
     from matplotlib.collections import PatchCollection
 
     render = report._load_render(ROOT / "tasks" / "circle_packing_26" / "render.py")
-    fig = report.new_figure(4, 4)
+    fig = new_figure(4, 4)
     ax = fig.subplots()
     centers = [[0.25, 0.25], [0.75, 0.75], [0.25, 0.75]]
     render({"centers": centers, "radii": [0.25, 0.25, 0.1]}, ax)
@@ -238,8 +238,8 @@ def test_report_draws_the_lineage_of_any_solution_asked_for(tmp_path, capsys):
     assert f"Lineage of solution #{x}" in text and f"made by crossover in epoch 3, reward 1.7; second parent #{ids['b2']}" in text
     png = (run / "report" / f"lineage-{x}.png").read_bytes()
     assert png.startswith(PNG_MAGIC) and png in _images(text)
-    with rd.ReadOnlyArchive(run / "archive.sqlite") as arch:
-        title = report.plot_lineage(rd.lineage_tree(arch, x), "solution").axes[0].get_title()
+    with ReadOnlyArchive(run / "archive.sqlite") as arch:
+        title = plots.plot_lineage(rd.lineage_tree(arch, x), "solution").axes[0].get_title()
     assert title.startswith(f"Lineage of solution #{x}:")  # not "the best solution"
     assert report.main([str(run), "--no-exec", "--lineage", "999"]) == 2
     assert "--lineage 999: the archive holds no solution 999" in capsys.readouterr().err
@@ -299,7 +299,7 @@ def test_old_archive_without_diversity_column(tmp_path):
     db.execute("ALTER TABLE populations DROP COLUMN diversity")
     db.commit()
     db.close()
-    with rd.ReadOnlyArchive(tmp_path / "archive.sqlite") as arch:
+    with ReadOnlyArchive(tmp_path / "archive.sqlite") as arch:
         pops = rd.populations(arch, knn_k=2)
     assert [p.source for p in pops] == ["recomputed"] * 3
     # epoch 1 pool: root (1,0), a (0,1), b2 (1,1): each has the two others as neighbours.

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import child_env
 
 from train.checkpoint import checkpoint_dirs, latest_checkpoint, rng_state, set_rng_state
 from train.helix import main
@@ -19,7 +20,7 @@ from train.helix import main
 ROOT = Path(__file__).resolve().parents[1]
 # One thread: multi-threaded CPU reductions may split sums differently between processes, and
 # Adam magnifies last-bit gradient differences near zero; bit-exactness needs a fixed order.
-ENV = dict(os.environ, OMP_NUM_THREADS="1")
+ENV = child_env(OMP_NUM_THREADS="1")  # tests/ on the path: workers/scripted_helix.py
 QUICK = str(ROOT / "configs" / "quickstart.yaml")
 TINY = ["model.policy=tiny-random", "warm_start.enabled=false", "rollout.engine=hf", "rollout.max_new_tokens=12",
         "rollout.group_size=2", "trainer.prompts_per_epoch=2",

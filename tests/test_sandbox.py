@@ -255,7 +255,7 @@ def test_fork_bomb_is_capped_and_cleaned_up():
 
 
 def test_patching_or_shadowing_the_verifier_cannot_lift_the_reward():
-    """The program imports the task's verifier (tasks.circles.verify_packing, behind
+    """The program imports the task's verifier (tasks.families.circles.verify.verify_packing, behind
     tasks/circle_packing_26/verifier.py) from the repository and patches it to return a perfect
     score, and writes a fake tasks package, first on its path, whose verifiers all say perfect.
     That all stays in the child: the parent scores the returned artefact with its own verifier."""
@@ -265,15 +265,17 @@ def test_patching_or_shadowing_the_verifier_cannot_lift_the_reward():
         PERFECT = "from tasks.base import Verdict\\ndef verify(*a, **k):\\n    return Verdict(1e9, True, 'perfect')\\n"
         sys.path.insert(0, {repo!r})
         try:  # the real one (hidden from the child where the read-only mount namespace is on)
-            import tasks.circles, tasks.base
-            tasks.circles.verify_packing = lambda *a, **k: tasks.base.Verdict(1e9, True, "perfect")
+            import tasks.families.circles.verify, tasks.base
+            tasks.families.circles.verify.verify_packing = lambda *a, **k: tasks.base.Verdict(1e9, True, "perfect")
             tasks.base.Task.verify = lambda self, returned: tasks.base.Verdict(1e9, True, "perfect")
         except Exception as exc:
             print("real verifier:", type(exc).__name__)
         os.makedirs("tasks/circle_packing_26", exist_ok=True)
-        open("tasks/__init__.py", "w").write("")
+        os.makedirs("tasks/families/circles", exist_ok=True)
+        for package in ("tasks", "tasks/families", "tasks/families/circles"):
+            open(package + "/__init__.py", "w").write("")
         open("tasks/base.py", "w").write("class Verdict:\\n    def __init__(self, *a):\\n        self.args = a\\n")
-        open("tasks/circles.py", "w").write(PERFECT.replace("def verify", "def verify_packing"))
+        open("tasks/families/circles/verify.py", "w").write(PERFECT.replace("def verify", "def verify_packing"))
         open("tasks/circle_packing_26/verifier.py", "w").write(PERFECT)
         sys.path.insert(0, os.getcwd())
         for name in [m for m in sys.modules if m == "tasks" or m.startswith("tasks.")]:

@@ -11,6 +11,7 @@ import tempfile
 
 import pytest
 import sandbox_cases as cases
+from conftest import child_env
 from sandbox_cases import GRID_SUM, LIMIT, evaluate, program
 
 from rewards import cgroup, isolation, run_program, sandbox
@@ -220,13 +221,13 @@ def run_packing():
         out["kill_everything"] = attempt(lambda: os.kill(-1, signal.SIGKILL))
     return out
 '''
-# A throwaway "trainer": evaluates argv[2] (with its own pid filled in) and prints the result as JSON.
+# A throwaway "trainer": evaluates argv[1] (with its own pid filled in) and prints the result as JSON.
+# It imports this checkout's rewards/ through PYTHONPATH (conftest.child_env).
 EVALUATOR = """
 import json, os, sys
-sys.path.insert(0, sys.argv[1])
 from rewards import run_program
 
-code = open(sys.argv[2]).read().replace("EVALUATOR_PID", str(os.getpid()))
+code = open(sys.argv[1]).read().replace("EVALUATOR_PID", str(os.getpid()))
 result = run_program(code, "run_packing", 5.0, 1024)
 print(json.dumps({"status": result.status, "value": result.value, "error": result.error}))
 """
@@ -243,8 +244,7 @@ def test_a_program_cannot_signal_the_trainer():
     path = os.path.join(tempfile.mkdtemp(), "signals.py")  # in the fixture's private root
     with open(path, "w") as fh:
         fh.write(SIGNALS)
-    root = os.path.dirname(os.path.dirname(sandbox.RUNNER))
-    out = subprocess.run([sys.executable, "-c", EVALUATOR, root, path], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-c", EVALUATOR, path], capture_output=True, text=True, timeout=60, env=child_env())
     assert out.returncode == 0, f"the evaluating process died ({out.returncode}): {out.stderr[-500:]}"
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["status"] == "ok", report
@@ -297,11 +297,10 @@ def run():
 '''
 UNPRIVILEGED_EVALUATOR = """
 import json, os, sys
-sys.path.insert(0, sys.argv[1])
 from rewards import run_program
 
-code = open(sys.argv[2]).read().replace("EVALUATOR_PID", str(os.getpid()))
-result = run_program(code.replace("OUTSIDE_DIR", repr(sys.argv[3])).replace("HELDOUT", repr(sys.argv[4])), "run", 10.0, 512)
+code = open(sys.argv[1]).read().replace("EVALUATOR_PID", str(os.getpid()))
+result = run_program(code.replace("OUTSIDE_DIR", repr(sys.argv[2])).replace("HELDOUT", repr(sys.argv[3])), "run", 10.0, 512)
 print(json.dumps({"status": result.status, "value": result.value, "error": result.error}))
 """
 
@@ -310,7 +309,6 @@ def test_an_unprivileged_evaluator_gets_every_namespace_through_a_user_namespace
     """Most GPU nodes run the trainer as an ordinary user. A user namespace per program gives it the
     same fences as root gets: its own network, pids and read-only mounts. As root, the evaluator is
     run as `nobody` with the system Python (numpy is not needed); otherwise as this user."""
-    root = os.path.dirname(os.path.dirname(sandbox.RUNNER))
     if os.geteuid() == 0:
         if not (shutil.which("runuser") and os.path.exists("/usr/bin/python3")):
             pytest.skip("needs runuser and a system python to act as an unprivileged evaluator")
@@ -328,8 +326,8 @@ def test_an_unprivileged_evaluator_gets_every_namespace_through_a_user_namespace
         fh.write(UNPRIVILEGED)
     os.chmod(path, 0o644)
     heldout = os.path.join(sandbox.TASKS_DIR, "symreg_chemistry", "heldout.npz")
-    out = subprocess.run([*prefix, "-c", UNPRIVILEGED_EVALUATOR, root, path, outside, heldout],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run([*prefix, "-c", UNPRIVILEGED_EVALUATOR, path, outside, heldout],
+                         capture_output=True, text=True, timeout=120, env=child_env())
     assert out.returncode == 0, out.stderr[-800:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["status"] == "ok", report

@@ -10,8 +10,9 @@ import time
 
 import pytest
 import sandbox_cases as cases
+from conftest import child_env
 
-from rewards import isolation, run_program, sandbox
+from rewards import isolation, run_program
 
 
 @pytest.fixture(autouse=True)
@@ -186,7 +187,6 @@ def test_a_program_cannot_fill_the_disk_through_its_directory():
 
 AT_FORK = """
 import json, os, sys, threading, time
-sys.path.insert(0, sys.argv[1])
 # What OpenTelemetry (pulled in by wandb and vLLM) does: restart its worker thread in every forked child.
 os.register_at_fork(after_in_child=lambda: threading.Thread(target=time.sleep, args=(2,), daemon=True).start())
 from rewards import run_program
@@ -204,7 +204,7 @@ def test_the_fences_hold_in_a_trainer_whose_libraries_start_threads_at_fork():
     launcher, a fresh interpreter, puts them up instead."""
     if not isolation().processes:
         pytest.skip("no namespaces here")
-    out = subprocess.run([sys.executable, "-c", AT_FORK, sandbox.REPO_DIR], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", AT_FORK], capture_output=True, text=True, timeout=120, env=child_env())
     assert out.returncode == 0, out.stderr[-800:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["status"] == "ok", report

@@ -11,13 +11,13 @@ test_learner.py uses for micro-batching. A wrong layout moves log-probs by > 1e-
 """
 
 import copy
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+from conftest import child_env
 
 from train import shared_prefix
 from train.config import TrainerConfig
@@ -262,7 +262,7 @@ def test_two_ranks_shared_prefix_on_equals_off(tmp_path, strategy):
     one, so it runs padding passes), groups split across micro-batches, 2 PPO mini-batches: the
     weights after one step equal with shared_prefix on and off."""
     worker = ROOT / "tests" / "workers" / "shared_prefix_worker.py"
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env = child_env(OMP_NUM_THREADS="1")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone", str(worker),
            "--strategy", strategy, "--out", str(tmp_path)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)

@@ -11,8 +11,8 @@ import pytest
 import tasks.base
 from rewards import Evaluator, run_program
 from tasks import load_task
-from tasks.symreg_data import CATEGORIES, generate
-from tasks.symreg_verify import NMSE_FLOOR, nmse, reward_from_nmse, verify_predictions
+from tasks.families.symreg.data import CATEGORIES, generate
+from tasks.families.symreg.verify import NMSE_FLOOR, nmse, reward_from_nmse, verify_predictions
 
 NAMES = [f"symreg_{c}" for c in CATEGORIES]
 CHEM = load_task("symreg_chemistry")
@@ -165,16 +165,57 @@ def test_sandbox_copies_data_files_and_rejects_reserved_names(tmp_path):
 def tasks_dir(tmp_path, monkeypatch):
     """A private tasks/ folder: symreg_chemistry copied as `copy`, with the shared harness."""
     shutil.copytree(CHEM.folder, tmp_path / "copy", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(CHEM.folder.parent / "symreg_harness.py", tmp_path)
+    (tmp_path / "families" / "symreg").mkdir(parents=True)
+    shutil.copy(CHEM.folder.parent / "families" / "symreg" / "harness.py", tmp_path / "families" / "symreg")
     spec = tmp_path / "copy" / "task.yaml"
     spec.write_text(spec.read_text().replace("name: symreg_chemistry", "name: copy"))
     monkeypatch.setattr(tasks.base, "TASKS_DIR", tmp_path)
     return tmp_path / "copy"
 
 
+# What the harness path may not be, by form, before it is joined to tasks/: each climbs out of tasks/ or
+# names it ambiguously. The old form, relative to the task folder, is refused too.
+CLIMBING = ["/etc/passwd.py", "../families/symreg/harness.py", "../../x.py", "families/../families/symreg/harness.py",
+            "./families/symreg/harness.py", "families//symreg/harness.py", "families\\symreg\\harness.py",
+            "C:\\families\\symreg\\harness.py"]
+
+
+@pytest.mark.parametrize("path", CLIMBING)
+def test_a_harness_path_that_climbs_or_is_not_plain_is_refused_by_its_form(tasks_dir, path):
+    spec = tasks_dir / "task.yaml"
+    spec.write_text(spec.read_text().replace("harness: families/symreg/harness.py", f"harness: '{path}'"))
+    with pytest.raises(ValueError) as info:
+        load_task("copy")
+    message = str(info.value)
+    assert "'harness' must be a .py file path relative to tasks/ (e.g. families/symreg/harness.py)" in message
+    assert repr(path) in message and "\n" not in message
+
+
+def test_a_harness_that_resolves_outside_tasks_is_refused(tasks_dir, tmp_path_factory):
+    """A symlink inside tasks/ that points out: the form is plain, where it resolves is not."""
+    outside = tmp_path_factory.mktemp("outside") / "harness.py"
+    outside.write_text((tasks_dir.parent / "families" / "symreg" / "harness.py").read_text())
+    (tasks_dir.parent / "families" / "symreg" / "link.py").symlink_to(outside)
+    spec = tasks_dir / "task.yaml"
+    spec.write_text(spec.read_text().replace("harness: families/symreg/harness.py", "harness: families/symreg/link.py"))
+    with pytest.raises(ValueError, match="harness 'families/symreg/link.py' must be a file inside"):
+        load_task("copy")
+
+
+def test_a_task_may_keep_its_own_harness_in_its_folder(tasks_dir):
+    """The path is relative to tasks/, so a harness only one task uses lives in that task's folder."""
+    shared = load_task("copy").harness
+    own = shared.replace("def helix_fit_and_predict(", "def helix_own_marker():\n    return 1\n\n\ndef helix_fit_and_predict(")
+    (tasks_dir / "harness.py").write_text(own)
+    spec = tasks_dir / "task.yaml"
+    spec.write_text(spec.read_text().replace("harness: families/symreg/harness.py", "harness: copy/harness.py"))
+    assert load_task("copy").harness == own != shared
+
+
 @pytest.mark.parametrize("edit, words", [
-    (lambda t: t.replace("harness: ../symreg_harness.py", "harness: /etc/passwd.py"), ["must be a file inside"]),
-    (lambda t: t.replace("harness: ../symreg_harness.py", "harness: ../../x.py"), ["must be a file inside"]),
+    (lambda t: t.replace("harness: families/symreg/harness.py", "harness: families/symreg/missing.py"),
+     ["harness 'families/symreg/missing.py' must be a file inside", "relative to tasks/, not to the task folder"]),
+    (lambda t: t.replace("harness: families/symreg/harness.py", "harness: families/symreg"), ["must be a .py file path"]),
     (lambda t: t.replace("harness_entry: helix_fit_and_predict", "harness_entry: fit"), ["does not define fit()"]),
     (lambda t: t.replace("harness_entry: helix_fit_and_predict", ""), ["'harness' needs 'harness_entry'"]),
     (lambda t: t.replace("data_files: [data.npz]", "data_files: [../heldout.npz]"), ["plain file names"]),

@@ -19,7 +19,7 @@ from hostile_cases import brute_force_certified_sum
 
 from rewards import Evaluator
 from tasks import load_task
-from tasks.spherical_code import min_angle, verify_code
+from tasks.families.spherical_code.verify import min_angle, verify_code
 
 SPHERE = load_task("spherical_code_30")
 RECT = load_task("circle_packing_rect_21")
@@ -299,7 +299,7 @@ def test_rect_verifier_agrees_with_brute_force_on_random_packings():
         want = brute_force_valid(width, height, centers.tolist(), radii.tolist())
         verdict = RECT.verify({"width": width, "height": height, "centers": centers.tolist(), "radii": radii.tolist()})
         assert verdict.valid == want
-        # violations within the tolerance are charged (tasks/circles.py, certified_radii)
+        # violations within the tolerance are charged (tasks/families/circles/verify.py, certified_radii)
         certified = brute_force_certified_sum(width, height, centers.tolist(), radii.tolist())
         assert verdict.reward == (pytest.approx(certified, abs=1e-12) if want else 0.0)
         charged.append(want and math.fsum(radii) - certified > 1e-12)

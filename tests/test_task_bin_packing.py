@@ -1,6 +1,6 @@
 """Online bin packing (FunSearch, paper 001, section 2.2 and Table 1): bin_packing_or, bin_packing_weibull.
 
-The L2 bound (tasks/bin_packing.py) is checked against hand-computed examples, against a literal
+The L2 bound (tasks/families/bin_packing/verify.py) is checked against hand-computed examples, against a literal
 transcription of Martello & Toth's definition over a fine grid of alpha, and against
 L1 <= L2 <= OPT with OPT found by exhaustive search on small instances. First fit and best fit are
 implemented here from their textbook definitions (bins opened on demand, not the harness's
@@ -12,7 +12,7 @@ computed here. Hostile artefacts go to the verifier directly, hostile programs t
 Generated instances here vs FunSearch's Table 1 (excess over L2, %):
   first fit  OR1-OR4 7.05 / 6.02 / 5.48 / 5.15 (paper 6.42 / 6.45 / 5.74 / 5.23), Weibull 5k 4.53 (4.23)
   best fit   OR1-OR4 6.38 / 5.63 / 5.18 / 4.70 (paper 5.81 / 6.06 / 5.37 / 4.94), Weibull 5k 4.17 (3.98)
-(OR1 and Weibull 5k each hold one more instance of 120 items on which L2 > L1: tasks/bin_packing_data.py.)
+(OR1 and Weibull 5k each hold one more instance of 120 items on which L2 > L1: tasks/families/bin_packing/data.py.)
 """
 
 import json
@@ -22,13 +22,13 @@ import random
 import numpy as np
 import pytest
 
-import tasks.bin_packing as tasks_bin_packing
+import tasks.families.bin_packing.verify as tasks_bin_packing
 from rewards import Evaluator
 from rewards.sandbox import run_program
 from tasks import load_task
 from tasks.base import MAX_DATA_BYTES
-from tasks.bin_packing import PUBLISHED, Instances, l1_bound, l2_bound, reward_of
-from tasks.bin_packing_data import generate, read
+from tasks.families.bin_packing.data import generate, read
+from tasks.families.bin_packing.verify import PUBLISHED, Instances, l1_bound, l2_bound, reward_of
 
 TASKS = ("bin_packing_or", "bin_packing_weibull")
 

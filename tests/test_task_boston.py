@@ -18,8 +18,9 @@ from sklearn.metrics import mean_squared_error
 from sklearn.model_selection import KFold
 
 from rewards import Evaluator, run_program
-from tasks import boston_data, load_task
-from tasks.boston_verify import paper_reward, rmse
+from tasks import load_task
+from tasks.families.boston import data as boston_data
+from tasks.families.boston.verify import paper_reward, rmse
 
 TASK = load_task("boston_housing")
 REPO = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """The cap set tasks (FunSearch, paper 001: "Cap sets", Figure 4): cap_set_4 ... cap_set_8.
 
-The verifier (tasks/cap_set.py) is checked against an O(N^3) brute force over all triples on
+The verifier (tasks/families/cap_set/verify.py) is checked against an O(N^3) brute force over all triples on
 random sets, against every subset of Z_3^2, against the known maxima 4 (n=2) and 9 (n=3), found
 here by exhaustive search, and a 20-cap in Z_3^4 (the maximum, Figure 4a); FunSearch's own
 512-cap (Figure 4c) and its evolved priority (Figure 4b, run through the real sandbox) give 512
@@ -17,7 +17,7 @@ import pytest
 from rewards import Evaluator
 from rewards.sandbox import run_program
 from tasks import load_task
-from tasks.cap_set import BEST_KNOWN, find_line, powers, verify_cap_set
+from tasks.families.cap_set.verify import BEST_KNOWN, find_line, powers, verify_cap_set
 
 NS = (4, 5, 6, 7, 8)
 

@@ -63,7 +63,7 @@ def test_keane_reward_by_hand_and_record_capped_at_one():
     verdict = task.verify(x)
     assert verdict.valid and verdict.metrics["f"] == pytest.approx(f, rel=1e-12)
     assert verdict.reward == pytest.approx(0.747310362 / (0.747310362 + f + 0.747310362), rel=1e-12)
-    from tasks.functions import reward
+    from tasks.families.functions.verify import reward
 
     assert reward(-0.9, -0.747310362) == 1.0  # beating the rounded record is not penalised
 

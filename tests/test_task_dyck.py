@@ -2,7 +2,7 @@
 
 Enumerations and the 321 check are compared with brute force and the Catalan numbers; a known
 bijection (Billey-Jockusch-Stanley, written here from the paper's Appendix A, independently of
-tasks/dyck.py) scores exactly 1 through the verifier and through the real sandbox; the starter,
+tasks/families/dyck/verify.py) scores exactly 1 through the verifier and through the real sandbox; the starter,
 partial maps and hostile programs and artefacts get rewards computed here by hand."""
 
 import itertools
@@ -13,10 +13,10 @@ import pytest
 
 from rewards import Evaluator
 from tasks import load_task
-from tasks.dyck import MAX_LEN, N_MAX, all_paths, catalan, dyck_paths, is_permutation, pattern_321, problem
+from tasks.families.dyck.verify import MAX_LEN, N_MAX, all_paths, catalan, dyck_paths, is_permutation, pattern_321, problem
 
 CATALAN = [1, 2, 5, 14, 42, 132, 429]  # n = 1..7 (OEIS A000108)
-HARNESS = Path(__file__).resolve().parents[1] / "tasks" / "dyck_harness.py"
+HARNESS = Path(__file__).resolve().parents[1] / "tasks" / "families" / "dyck" / "harness.py"
 
 
 @pytest.fixture(scope="module")

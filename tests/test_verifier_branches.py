@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-import tasks.cap_set
+import tasks.families.cap_set.verify
 from rewards import Evaluator
 from rewards.sandbox import run_program
 from tasks import load_task
-from tasks.bin_packing import Instances, verify_packing
-from tasks.cap_set import find_line, powers, verify_cap_set
-from tasks.symreg_verify import REWARD_CAP, verify_predictions
+from tasks.families.bin_packing.verify import Instances, verify_packing
+from tasks.families.cap_set.verify import find_line, powers, verify_cap_set
+from tasks.families.symreg.verify import REWARD_CAP, verify_predictions
 
 # ---- circle packing: the bottom and top edges of the square, the disk's tolerance -------------
 
@@ -136,7 +136,7 @@ def test_find_line_scans_every_block_of_rows(monkeypatch, block):
     masked in the block's own columns), and a line among the last rows only is found (every block
     is scanned, and its row indices are offset by the block's start)."""
     assert lines_by_brute_force(CAP_15) == set() and lines_by_brute_force(CAP_15 + LINE) == {frozenset(LINE)}
-    monkeypatch.setattr(tasks.cap_set, "PAIRS_PER_BLOCK", block)
+    monkeypatch.setattr(tasks.families.cap_set.verify, "PAIRS_PER_BLOCK", block)
     assert find_line(codes(CAP_15, 4), 4) is None
     assert verify_cap_set([list(v) for v in CAP_15], 4).valid
     assert sorted(find_line(codes(CAP_15 + LINE, 4), 4)) == [15, 16, 17]
@@ -165,7 +165,7 @@ def test_heights_whose_float_sum_cancels_are_scored_with_the_exact_sum():
 def tiny(tmp_path):
     """One data set of one instance, items 100, 50 and 51, capacity 150, in the task's format."""
     np.savez_compressed(tmp_path / "data.npz", capacity=np.array(150), names=np.array(["T"]),
-                        items_T=np.array([[100, 50, 51]], dtype=np.int16))
+                        items_T=np.array([100, 50, 51], dtype=np.int16), lengths_T=np.array([3]))
     return Instances(tmp_path)
 
 

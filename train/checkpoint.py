@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from train.distributed import DistInfo, broadcast
-from train.run_dir import clean_row
+from train.run_dir import clean_row, last_epoch, resume_command
 
 CHECKPOINTS = "checkpoints"
 _NAME = re.compile(r"^epoch-(\d{6})$")
@@ -155,3 +155,17 @@ def load_checkpoint(path: Path, learner, info: DistInfo) -> tuple[int, dict | No
             evo_state = {k: data[k] for k in data.files}
         evo_state["archive/epoch"] = np.asarray(meta["epoch"])
     return int(meta["epoch"]), evo_state
+
+
+def stop_line(run_path: Path, event: str, detail: str = "") -> str:
+    """One line for a run that stops before its end (a lost Ray cluster, Ctrl-C): in which epoch, the
+    last complete checkpoint, and the exact command that continues from it, e.g. ``interrupted in
+    epoch 3; last complete checkpoint: epoch 2 (runs/x/checkpoints/epoch-000002); resume with:
+    python train/helix.py --resume runs/x``."""
+    epoch = last_epoch(run_path / "metrics.jsonl") + 1
+    line = f"{event} in epoch {epoch}" + (f" ({detail})" if detail else "")
+    ckpt = latest_checkpoint(run_path)
+    if ckpt is None:
+        return f"{line}; no complete checkpoint yet: start the run again"
+    return f"{line}; last complete checkpoint: epoch {int(ckpt.name.split('-')[1])} ({ckpt}); resume with: " \
+           f"{resume_command(run_path)}"

@@ -40,13 +40,12 @@ if "DS_ACCELERATOR" not in os.environ and not torch.cuda.is_available():
 from rewards.ray_eval import ClusterLost, RayUnreachable
 from rollout.openai_engine import EndpointError
 from train.backends import needs_process_group
-from train.checkpoint import latest_checkpoint
+from train.checkpoint import latest_checkpoint, stop_line
 from train.config import ConfigError, HelixConfig, load_config
 from train.distributed import DistInfo, init_distributed, shutdown
 from train.epoch_loop import HelixRun
 from train.export_cli import main as export_main
 from train.models import ModelNotFoundError
-from train.run_dir import stop_line
 
 
 def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None = None) -> Path | None:

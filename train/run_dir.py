@@ -75,7 +75,7 @@ def json_line(row: dict) -> str:
     return json.dumps(clean_row(row)) + "\n"
 
 
-def _last_epoch(path: Path) -> int:
+def last_epoch(path: Path) -> int:
     epochs = [0]
     if path.exists():
         for line in path.read_text().splitlines():
@@ -96,7 +96,7 @@ class RunDir:
         if resume_epoch is not None:
             for log in ("metrics.jsonl", "samples.jsonl"):
                 _truncate_jsonl(self.path / log, resume_epoch)
-            if resume_logs and resume_logs.get("metrics") and _last_epoch(self.path / "metrics.jsonl") < resume_epoch:
+            if resume_logs and resume_logs.get("metrics") and last_epoch(self.path / "metrics.jsonl") < resume_epoch:
                 for log, rows in (("metrics.jsonl", [resume_logs["metrics"]]), ("samples.jsonl", resume_logs["samples"])):
                     with open(self.path / log, "a") as fh:
                         fh.writelines(json_line(row) for row in rows)
@@ -147,22 +147,6 @@ def resume_command(run_path: Path) -> str:
     ranks = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1")))
     launcher = f"torchrun --nproc_per_node {ranks}" if ranks > 1 else "python"
     return f"{launcher} {script} --resume {run_path}"
-
-
-def stop_line(run_path: Path, event: str, detail: str = "") -> str:
-    """One line for a run that stops before its end (a lost Ray cluster, Ctrl-C): in which epoch, the
-    last complete checkpoint, and the exact command that continues from it, e.g. ``interrupted in
-    epoch 3; last complete checkpoint: epoch 2 (runs/x/checkpoints/epoch-000002); resume with:
-    python train/helix.py --resume runs/x``."""
-    from train.checkpoint import latest_checkpoint  # it imports this module
-
-    epoch = _last_epoch(run_path / "metrics.jsonl") + 1
-    line = f"{event} in epoch {epoch}" + (f" ({detail})" if detail else "")
-    ckpt = latest_checkpoint(run_path)
-    if ckpt is None:
-        return f"{line}; no complete checkpoint yet: start the run again"
-    return f"{line}; last complete checkpoint: epoch {int(ckpt.name.split('-')[1])} ({ckpt}); resume with: " \
-           f"{resume_command(run_path)}"
 
 
 def table_header() -> str:

@@ -34,9 +34,6 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import numpy as np
 import torch
 

@@ -1,7 +1,7 @@
-"""Trusted check of a cap set in Z_3^6 (FunSearch, paper 001); the checks are in tasks/cap_set.py."""
+"""Trusted check of a cap set in Z_3^6 (FunSearch, paper 001); the checks are in tasks/families/cap_set/verify.py."""
 
 from tasks.base import Verdict
-from tasks.cap_set import BEST_KNOWN, usage, verify_cap_set
+from tasks.families.cap_set.verify import BEST_KNOWN, usage, verify_cap_set
 
 N = 6
 BEST = BEST_KNOWN[N]

@@ -1,6 +1,6 @@
-"""Draw the packing for reports (scripts/report.py); the drawing is in tasks/circles_render.py."""
+"""Draw the packing for reports (scripts/report.py); the drawing is in tasks/families/circles/render.py."""
 
-from tasks.circles_render import render_packing
+from tasks.families.circles.render import render_packing
 
 
 def render(artefact, ax) -> None:

@@ -1,10 +1,10 @@
 """Trusted check of 26 circles packed in the unit square (paper eq. 17-18); the checks are in
-tasks/circles.py, shared with the other packing tasks."""
+tasks/families/circles/verify.py, shared with the other packing tasks."""
 
 from pathlib import Path
 
 from tasks.base import Verdict
-from tasks.circles import TOL, best_known, usage, verify_packing  # noqa: F401 - TOL/USAGE for tests
+from tasks.families.circles.verify import TOL, best_known, usage, verify_packing  # noqa: F401 - TOL/USAGE for tests
 
 N = 26
 BEST_KNOWN = best_known(Path(__file__).parent)

@@ -1,10 +1,10 @@
 """Trusted check of 26 circles packed in the unit disk |c| <= 1 (paper eq. 17 and 19); the checks
-are in tasks/circles.py, shared with the other packing tasks."""
+are in tasks/families/circles/verify.py, shared with the other packing tasks."""
 
 from pathlib import Path
 
 from tasks.base import Verdict
-from tasks.circles import best_known, verify_packing
+from tasks.families.circles.verify import best_known, verify_packing
 
 N = 26
 BEST_KNOWN = best_known(Path(__file__).parent)

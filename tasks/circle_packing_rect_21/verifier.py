@@ -1,10 +1,10 @@
 """Trusted check of 21 circles packed in a rectangle of perimeter 4 (AlphaEvolve B.13, BES G.2);
-the checks are in tasks/rect_packing.py."""
+the checks are in tasks/families/rect_packing/verify.py."""
 
 from pathlib import Path
 
 from tasks.base import Verdict
-from tasks.rect_packing import TOL, best_known, usage, verify_rect_packing  # noqa: F401 - TOL/USAGE for tests
+from tasks.families.rect_packing.verify import TOL, best_known, usage, verify_rect_packing  # noqa: F401 - TOL/USAGE for tests
 
 N = 21
 BEST_KNOWN = best_known(Path(__file__).parent)

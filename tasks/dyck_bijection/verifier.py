@@ -1,9 +1,9 @@
 """Trusted scoring of a map from Dyck paths to 321-avoiding permutations (OpenEvolve bijection
-paper, Section 3.2; scores as its line 59, defined in tasks/dyck.py).
+paper, Section 3.2; scores as its line 59, defined in tasks/families/dyck/verify.py).
 
-The sandboxed harness (tasks/dyck_harness.py) returns {"outputs": [block_1, ..., block_7],
+The sandboxed harness (tasks/families/dyck/harness.py) returns {"outputs": [block_1, ..., block_7],
 "again": [block_1, ..., block_7], "first_problem": text or None}, block_n holding one output per
-Dyck path of semilength n in the order of tasks.dyck.dyck_paths(n): a list of integers, or null
+Dyck path of semilength n in the order of tasks.families.dyck.verify.dyck_paths(n): a list of integers, or null
 where the call failed. "again" holds the outputs of a second pass over the paths, made in the
 reverse order. Nothing in it names a path or a score: outputs are paired with the paths enumerated
 here, by position. An artefact of any other shape (a wrong number of blocks or outputs, an entry
@@ -21,7 +21,7 @@ so does a lookup table (both are bijections; README: "A lookup table also scores
 from __future__ import annotations
 
 from tasks.base import Verdict, invalid
-from tasks.dyck import MAX_ABS, MAX_LEN, N_MAX, all_paths, catalan, problem, scores
+from tasks.families.dyck.verify import MAX_ABS, MAX_LEN, N_MAX, all_paths, catalan, problem, scores
 
 PATHS = all_paths(N_MAX)
 

@@ -1,6 +1,6 @@
-"""Trusted check of the returned point: feasibility and eq. 20 reward (see tasks/functions.py)."""
+"""Trusted check of the returned point: feasibility and eq. 20 reward (see tasks/families/functions/verify.py)."""
 
-from tasks.functions import PROBLEMS, verify_point
+from tasks.families.functions.verify import PROBLEMS, verify_point
 
 
 def verify(returned):

@@ -1,10 +1,10 @@
 """Trusted check of a spherical code: 30 points on the unit sphere S^2, maximising the minimum
-pairwise angle (AlphaResearch, appendix D.1); the checks are in tasks/spherical_code.py."""
+pairwise angle (AlphaResearch, appendix D.1); the checks are in tasks/families/spherical_code/verify.py."""
 
 from pathlib import Path
 
 from tasks.base import Verdict
-from tasks.spherical_code import DUPLICATE_TOL, MIN_NORM, best_known, usage, verify_code  # noqa: F401 - for tests
+from tasks.families.spherical_code.verify import DUPLICATE_TOL, MIN_NORM, best_known, usage, verify_code  # noqa: F401 - for tests
 
 N = 30
 BEST_KNOWN = best_known(Path(__file__).parent)

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from tasks.symreg_verify import load_heldout, verify_predictions
+from tasks.families.symreg.verify import load_heldout, verify_predictions
 
 HELDOUT = load_heldout(Path(__file__).resolve().parent)
 

@@ -4,19 +4,15 @@ tests/test_distributed_train.py. Writes the resulting full weights to OUT/weight
 import argparse
 import gc
 import json
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+import torch
 
-import torch  # noqa: E402
-
-from train.backends import needs_process_group  # noqa: E402
-from train.config import TrainerConfig  # noqa: E402
-from train.distributed import init_distributed, shard, shutdown  # noqa: E402
-from train.learner import Learner, Sample  # noqa: E402
-from train.models import load_policy  # noqa: E402
+from train.backends import needs_process_group
+from train.config import TrainerConfig
+from train.distributed import init_distributed, shard, shutdown
+from train.learner import Learner, Sample
+from train.models import load_policy
 
 
 def batch(step: int) -> list[list[Sample]]:

@@ -1,16 +1,13 @@
 """train/helix.py with the scripted engine of tests/test_e2e.py registered, so a run in its own
-process (needed to SIGKILL it) gets mixed rewards per group and GRPO really updates the policy."""
+process (needed to SIGKILL it) gets mixed rewards per group and GRPO really updates the policy.
+Started with tests/ on its PYTHONPATH (conftest.child_env), for test_e2e."""
 
 import sys
-from pathlib import Path
 
-TESTS = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(TESTS.parent), str(TESTS)]
+from test_e2e import ScriptedEngine
 
-from test_e2e import ScriptedEngine  # noqa: E402
-
-from rollout.engines import ENGINES  # noqa: E402
-from train.helix import main  # noqa: E402
+from rollout.engines import ENGINES
+from train.helix import main
 
 ENGINES["scripted"] = ScriptedEngine
 

@@ -7,18 +7,14 @@ SGD with lr 1e-2), so the weights compare the accumulated gradients. With the us
 first update is ~lr x sign(grad), and round-off flips the sign of near-0 gradients."""
 
 import argparse
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+import torch
 
-import torch  # noqa: E402
-
-from train.config import TrainerConfig  # noqa: E402
-from train.distributed import init_distributed, shard, shutdown  # noqa: E402
-from train.learner import Learner, Sample  # noqa: E402
-from train.models import load_policy  # noqa: E402
+from train.config import TrainerConfig
+from train.distributed import init_distributed, shard, shutdown
+from train.learner import Learner, Sample
+from train.models import load_policy
 
 
 def groups() -> list[list[Sample]]:

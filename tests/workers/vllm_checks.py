@@ -11,9 +11,6 @@ engine's tensor-parallel size (1: one engine per rank; 2: both ranks serve one e
 
 import json
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
 def trainer_logprobs(model, prompt, group):

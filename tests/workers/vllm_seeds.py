@@ -4,9 +4,6 @@ request's prompt was split over scheduler steps), and seed independence across p
 
 import json
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
 def main() -> None:

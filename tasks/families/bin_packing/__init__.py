@@ -1,0 +1,1 @@
+"""FunSearch's online bin packing, driven one item at a time: bin_packing_or, bin_packing_weibull."""

@@ -1,0 +1,1 @@
+"""Boston Housing regression: boston_housing."""
