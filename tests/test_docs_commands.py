@@ -4,7 +4,9 @@ Every fenced shell block (```bash, ```sh, ```console) of README.md, BENCHMARKS.m
 as the shell would read it, and each script, config and file path it names must exist, each
 `python -m` module must be a file here (or an installed package), and each `--config` must name a
 file. Every markdown link to a local file must resolve, and so must its #anchor, as GitHub writes
-heading anchors. A file renamed in the code and not in the docs fails here, naming the page and line."""
+heading anchors. Every repository path the prose or a diagram names (`train/grpo.py`,
+tasks/families/symreg/data.py) must exist, and so must each module a layout table row names under its
+folder. A file renamed in the code and not in the docs fails here, naming the page and line."""
 
 from __future__ import annotations
 
@@ -209,6 +211,51 @@ def inline_command_problems(page: Path, prose: str) -> tuple[list[str], int]:
     return problems, checked
 
 
+# A repository path written in prose or in a code span (`train/grpo.py`, tasks/families/symreg/data.py):
+# it starts at one of the project's top-level folders and is not the tail of a longer path or a URL.
+TOP_FOLDERS = ("train", "rollout", "population", "rewards", "tasks", "scripts", "configs", "tests", "docs")
+PROSE_PATH = re.compile(r"(?<![\w./~$-])((?:%s)/[\w./-]*)" % "|".join(TOP_FOLDERS))
+
+
+def prose_path_problems(page: Path, prose: str) -> tuple[list[str], int]:
+    """Each file or folder the prose names must exist, so that a module moved in the code and not in
+    the docs is caught wherever a page mentions it, not only in its commands."""
+    problems, checked = [], 0
+    prose = re.sub(r"\]\([^)]*\)", lambda m: re.sub(r"[^\n]", " ", m[0]), prose)  # link targets: checked as links
+    for m in PROSE_PATH.finditer(prose):
+        path = m[1].rstrip(".")
+        follows = prose[m.end():m.end() + 1]
+        parts = set(re.split(r"[/.]", path))
+        if follows and follows in "<{*[" or READER_MADE & parts or any(re.fullmatch(r"[A-Z]", x) for x in parts):
+            continue  # a pattern (`tasks/<task>/`, `paper_{14b,32b}`, `test_x*.py`, `configs/T.yaml`) or the reader's own
+        checked += 1
+        if not (ROOT / path).exists():
+            line_no = prose.count("\n", 0, m.start()) + 1
+            problems.append(f"{page.relative_to(ROOT)}:{line_no}: {path}: no such file or directory")
+    return problems, checked
+
+
+LAYOUT_ROW = re.compile(r"^\|\s*((?:`[\w]+/`,?\s*)+)\|(.*)\|\s*$")
+
+
+def layout_table_problems(page: Path, text: str) -> tuple[list[str], int]:
+    """A layout table row (| `train/` | `helix.py` (...), `runs/`: `report.py` ... |) names its modules
+    bare: each `name.py` must be somewhere under the row's folders, so a module renamed or removed
+    and not in the table is caught."""
+    problems, checked = [], 0
+    for line_no, line in enumerate(text.splitlines(), 1):
+        m = LAYOUT_ROW.match(line)
+        if not m:
+            continue
+        folders = [ROOT / f for f in re.findall(r"`(\w+)/`", m[1])]
+        for name in re.findall(r"`([\w]+\.(?:py|sh|yaml))`", m[2]):
+            checked += 1
+            if not any(next(f.rglob(name), None) for f in folders if f.is_dir()):
+                where = " or ".join(f"{f.name}/" for f in folders)
+                problems.append(f"{page.relative_to(ROOT)}:{line_no}: {name}: no such file under {where}")
+    return problems, checked
+
+
 def page_problems(page: Path, text: str | None = None) -> tuple[list[str], int]:
     """Every problem of one markdown page, each naming its line, and the number of names checked."""
     text = page.read_text() if text is None else text
@@ -217,18 +264,20 @@ def page_problems(page: Path, text: str | None = None) -> tuple[list[str], int]:
         if lang is None:
             found, n = link_problems(page, text, lines[0])
             inline, m = inline_command_problems(page, lines[0])
-            found, n = found + inline, n + m
+            named, k = prose_path_problems(page, lines[0])
+            found, n = found + inline + [x for x in named if x not in inline], n + m + k
         elif lang in SHELL_LANGS:
             found, n = [], 0
             for line_no, command in shell_commands(lang, start, lines):
                 p, c = command_problems(command)
                 found += [f"{page.relative_to(ROOT)}:{line_no}: {x}" for x in p]
                 n += c
-        else:
-            continue
+        else:  # a diagram, a template, output: the files it names must exist all the same
+            found, n = prose_path_problems(page, "\n" * (start - 1) + "\n".join(lines))
         problems += found
         checked += n
-    return problems, checked
+    found, n = layout_table_problems(page, text)
+    return problems + found, checked + n
 
 
 @pytest.mark.parametrize("page", doc_files(), ids=lambda p: str(p.relative_to(ROOT)))
@@ -271,7 +320,7 @@ configs/this_is_output_not_a_command.yaml
 ```
 
 ```
-scripts/not_a_shell_block.py
+a diagram: scripts/named_in_a_diagram.py -> train/helix.py
 ```
 
 See [the sandbox](docs/sandbox.md), [a heading](#running-it), [the README](README.md#tests),
@@ -279,7 +328,14 @@ See [the sandbox](docs/sandbox.md), [a heading](#running-it), [the README](READM
 here](#no-such-heading-here) and, in code, `[inline](docs/nowhere.md)`.
 Inline, `.venv/bin/python scripts/report.py runs/latest --out runs/r.html` works,
 `.venv/bin/python train/helix.py --config configs/my_task.yaml` will once you make it, and
-`bash scripts/tset.sh -k config` has a typo; `scripts/mentioned.py` in prose is no command.
+`bash scripts/tset.sh -k config` has a typo. Prose names files too: `train/helix.py` exists,
+`train/no_such_room/epoch_loop.py::HelixRun` and tasks/families/nowhere/verify.py do not, while
+`tasks/<task>/verifier.py`, `configs/T.yaml`, `tasks/my_task/` and /elsewhere/train/x.py are no paths here.
+
+| folder | job |
+|---|---|
+| `train/` | `helix.py` (the entry point), `epoch_lop.py` (a typo), `runs/`: `run_data.py` |
+| `scripts/`, `tests/` | `report.py`, `test_docs_commands.py`, `bench_quality.py`, `bench_nothing.py` |
 """
 
 
@@ -292,12 +348,19 @@ def test_a_wrong_path_in_a_synthetic_page_is_caught_and_named():
         "synthetic.md:12: docs/images/no_such_plot.png: no such file or directory",
         "synthetic.md:14: cannot be parsed as the shell would (No closing quotation): 'echo \"unbalanced'",
         "synthetic.md:18: tasks/no_such_data.py: no such file or directory",
+        "synthetic.md:23: scripts/named_in_a_diagram.py: no such file or directory",
         "synthetic.md:27: link docs/threats_redteam1.md: no such file",
         "synthetic.md:27: link README.md#no-such-heading: no heading with anchor #no-such-heading in README.md",
         "synthetic.md:27: link #no-such-heading-here: no heading with anchor #no-such-heading-here in synthetic.md",
         "synthetic.md:31: scripts/tset.sh: no such file or directory",
+        "synthetic.md:32: train/no_such_room/epoch_loop.py: no such file or directory",
+        "synthetic.md:32: tasks/families/nowhere/verify.py: no such file or directory",
+        "synthetic.md:37: epoch_lop.py: no such file under train/",
+        "synthetic.md:38: bench_nothing.py: no such file under scripts/ or tests/",
     ]), "\n".join(problems)
-    assert checked >= 22  # 14 names in the shell blocks, 6 links, 2 inline, more in a virtual environment
+    # 14 names in the shell blocks, 2 in the diagram, 6 links, 2 inline, 5 in prose, 7 in the table,
+    # and the venv's tools where the tests run in one
+    assert checked >= 36, checked
 
 
 def test_the_anchors_follow_githubs_rules():
