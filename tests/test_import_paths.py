@@ -17,6 +17,8 @@ ALLOWED = {
     "rewards/launcher.py": "runs as `python -I -S launcher.py`, before any package can be imported: it finds its "
                            "sibling fs_jail.py by path",
     "rewards/child_runner.py": "sets up the sandboxed program's own path (its folder first), as python does for a script",
+    "rewards/ray_worker.py": "runs on a Ray worker, shipped by value: it puts the folder of the rewards package whose "
+                             "hash the trainer sent ahead of any other copy (a decoy earlier on the worker's path)",
     "train/helix.py": "`torchrun train/helix.py` puts train/ first on the path; until train/ holds only rooms "
                       "(issue 32, item 1) the entry point takes that entry out",
 }
