@@ -132,7 +132,7 @@ def handshake(address: str, timeout_s: float = HANDSHAKE_TIMEOUT_S) -> ClusterIn
 def _handshake(address: str, target: str, timeout_s: float, budget_s: float) -> ClusterInfo | RayUnreachable:
     deadline = time.monotonic() + budget_s - 0.5
     host, port = split_address(target)
-    start = f"Start the head with `.venv/bin/ray start --head --port {port}` (README: Evaluation on a Ray " \
+    start = f"Start the head with `.venv/bin/ray start --head --port {port}` (docs/scale.md: Evaluation on a Ray " \
             "cluster), or set task.eval_backend=local"
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)

@@ -16,7 +16,7 @@ class TaskConfig:
     memory_mb: Annotated[Optional[int], ">= 64"] = None
     eval_workers: Annotated[int, ">= 0"] = 0  # 0: one per CPU core
     # local: a sandbox per program on this machine. ray: each program runs in the same sandbox on a
-    # Ray cluster's worker (bash scripts/setup.sh --ray; README: Evaluation on a Ray cluster)
+    # Ray cluster's worker (bash scripts/setup.sh --ray; docs/scale.md: Evaluation on a Ray cluster)
     eval_backend: Literal["local", "ray"] = "local"
     # ray only: HOST:PORT of the head (`ray start --head --port 6379`), "auto" (the cluster running on
     # this machine), or "" (a private single-node Ray started for this run, eval_workers CPUs)

@@ -1,5 +1,5 @@
 """What the red team's hostile-test modules share (tests/test_hostile_{symreg,cap_set,mstd,
-autocorrelation,dyck}.py; docs/threats_redteam2.md): a verdict or evaluation obtained with every
+autocorrelation,dyck}.py; docs/reward_threats.md): a verdict or evaluation obtained with every
 warning recorded and the parent's stderr and log captured, and the checks every verdict must pass
 (issue 31, item 3: a clear one-line verdict, never an overflow, a warning or an inf/NaN metric)."""
 

@@ -20,10 +20,20 @@ from pathlib import Path
 RAY = str(Path(sys.executable).parent / "ray")
 
 
+_GIVEN: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port free now and not handed out before in this process: the kernel may give a
+    just-closed port again, and Ray refuses two components on one port (it happened in CI:
+    dashboard_agent_grpc and dashboard_agent_http both got 46897)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
 
 
 def pids_with(text: str) -> list[int]:

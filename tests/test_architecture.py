@@ -1,4 +1,4 @@
-"""The package graph points one way (README "Layout"): train/ uses rollout/, population/, rewards/
+"""The package graph points one way (docs/layout.md): train/ uses rollout/, population/, rewards/
 and tasks/; none of them imports train/, rollout/ uses only tasks/, and no two modules import each
 other, directly or around a longer loop. Imports inside functions count too.
 

@@ -376,7 +376,7 @@ def test_a_program_cannot_ptrace_the_driver(starter_reward):
     """A helper it forks PTRACE_ATTACHes to every pid it can name and reads the tracee's memory; the
     driver has no pid in the program's PID namespace and another user namespace, so nothing is found."""
     if not isolation().processes:
-        pytest.skip("no PID or user namespace here: a program shares the evaluator's uid (README, The sandbox)")
+        pytest.skip("no PID or user namespace here: a program shares the evaluator's uid (docs/sandbox.md)")
     code = cheat(FROM_PTRACE)
     result = Evaluator(TASK, workers=1).evaluate(code)
     assert result.valid and result.reward == starter_reward, (result.reward, starter_reward, result.feedback)

@@ -125,7 +125,7 @@ def test_the_deadline_holds_while_the_driver_waits():
 
 
 def test_the_driver_reaches_ray_workers_without_the_repository(tmp_path):
-    """A Ray worker need not hold the repository (README: Evaluation on a Ray cluster): the driver's
+    """A Ray worker need not hold the repository (docs/scale.md: Evaluation on a Ray cluster): the driver's
     module travels by value, and an interpreter that cannot import tasks runs the unpickled driver."""
     cloudpickle = pytest.importorskip("ray.cloudpickle")
     from rewards.ray_eval import ship_by_value

@@ -1,4 +1,4 @@
-"""Red team of the bin-packing family (issue 31, item 7); the threat table is docs/threats_bin_packing.md.
+"""Red team of the bin-packing family (issue 31, item 7); the threat table is docs/reward_threats.md.
 
 Three layers stand between a program and its reward. Each is tested alone, and each test takes the
 check it relies on out (monkeypatch) to show that the hostile input is then accepted, so it is

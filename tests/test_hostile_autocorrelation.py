@@ -1,5 +1,5 @@
 """Hostile programs and artefacts against the third-autocorrelation reward (issue 31, items 2-3;
-docs/threats_redteam2.md). Each test runs the real path and then a deliberately weakened verifier.
+docs/reward_threats.md). Each test runs the real path and then a deliberately weakened verifier.
 
 C(f) = 2n max|a * a| / (sum a)^2 >= 1 for every f, so no reward 1/C can exceed 1; the attacks are
 on the arithmetic (underflow, rounding) and on the definition (the absolute value)."""

@@ -1,5 +1,5 @@
 """Hostile programs and artefacts against the cap-set reward (issue 31, items 2-3;
-docs/threats_redteam2.md). Each test runs the real path and then a deliberately weakened verifier.
+docs/reward_threats.md). Each test runs the real path and then a deliberately weakened verifier.
 
 The artefact is the set itself, re-checked from scratch, so a program that bypasses or forges the
 greedy harness gains nothing unless it has a real cap set (which is then a real result). What

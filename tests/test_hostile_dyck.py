@@ -1,5 +1,5 @@
 """Hostile programs and artefacts against the Dyck-path bijection reward (issue 31, items 2-3;
-docs/threats_redteam2.md). Each test runs the real path and then a deliberately weakened verifier.
+docs/reward_threats.md). Each test runs the real path and then a deliberately weakened verifier.
 
 The reward measures whether the outputs form a bijection on n = 1..7, not whether they come from a
 construction: a map that depends on the path alone but is a lookup table scores 1.0 (the README
@@ -89,7 +89,7 @@ def test_a_random_map_is_not_paid_for_lucky_draws(capfd, caplog):
 
 
 def test_a_lookup_table_built_in_call_order_scores_one(capfd, caplog):
-    """The accepted limit (README, docs/threats_redteam2.md): a function of the path that is a
+    """The accepted limit (docs/tasks.md, docs/reward_threats.md): a function of the path that is a
     bijection scores 1.0, the best known, whatever it is built from; it cannot score more."""
     table = evaluate_quietly(TASK, MEMO, capfd, caplog)
     honest = evaluate_quietly(TASK, BJS_PROGRAM, capfd, caplog)

@@ -1,5 +1,5 @@
 """Hostile programs and artefacts against the MSTD reward (issue 31, items 2-3;
-docs/threats_redteam2.md). Each test runs the real path and then a deliberately weakened verifier.
+docs/reward_threats.md). Each test runs the real path and then a deliberately weakened verifier.
 
 |A+A| / |A-A| is invariant under translation and scaling, so the range [0, 30) (which also caps
 |A| at 30) and integrality are the whole constraint: a set in a wider range, or one scaled down

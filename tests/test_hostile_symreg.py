@@ -1,5 +1,5 @@
 """Hostile programs and artefacts against the symbolic-regression reward (issue 31, items 2-3;
-docs/threats_redteam2.md). Each test runs the real path and then a deliberately weakened one, to
+docs/reward_threats.md). Each test runs the real path and then a deliberately weakened one, to
 show that the check it relies on is what stops the attack."""
 
 import contextlib

@@ -17,10 +17,10 @@ ALLOWED = {
     "rewards/launcher.py": "runs as `python -I -S launcher.py`, before any package can be imported: it finds its "
                            "sibling fs_jail.py by path",
     "rewards/child_runner.py": "sets up the sandboxed program's own path (its folder first), as python does for a script",
+    "rewards/ray_worker.py": "runs on a Ray worker, shipped by value: it puts the folder of the rewards package whose "
+                             "hash the trainer sent ahead of any other copy (a decoy earlier on the worker's path)",
     "train/helix.py": "`torchrun train/helix.py` from a checkout must import that checkout's packages, not an "
                       "installed copy's (train/ itself, first on the path, holds only the rooms: nothing it shadows)",
-    "rewards/ray_worker.py": "a Ray worker imports the rewards copy the trainer shipped (runtime_env py_modules), "
-                             "found on its path by digest, ahead of any other copy",
 }
 LOADERS = {"spec_from_file_location", "SourceFileLoader", "run_path"}  # a task folder's files are loaded so: data
 COMMANDS = {p.name for p in (REPO / "scripts").rglob("*.py")}

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from ray_cluster import in_session, session_of
+from ray_cluster import free_port, in_session, session_of
 
 from rewards import Evaluator, make_runner
 from rewards.ray_eval import RayUnreachable, check_reachable
@@ -32,12 +32,6 @@ QUICK = str(ROOT / "configs" / "quickstart.yaml")
 TINY = ["model.policy=tiny-random", "warm_start.enabled=false", "rollout.max_new_tokens=12", "rollout.group_size=4",
         "trainer.prompts_per_epoch=2", "trainer.epochs=1", "run.progress=false", "task.eval_workers=2",
         "population.size=4", "run.wandb=disabled", "run.export=false"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _pids_with(text: str) -> list[int]:

@@ -15,7 +15,7 @@ A path whose two outputs differ has no output (it counts as a failed call): the 
 function of the path. Without this, a program that hands out the k-th 321-avoiding permutation on
 its k-th call (no map at all) would score 1.0 because the calls come in a fixed order. A map that
 depends on the path alone is not affected; one that memoises its first answers still passes, and
-so does a lookup table (both are bijections; README: "A lookup table also scores 1.0").
+so does a lookup table (both are bijections; docs/tasks.md: "A lookup table ... also scores 1.0").
 """
 
 from __future__ import annotations
