@@ -361,3 +361,43 @@ class ReadOnlyArchive(Archive):
         if not self.has_populations:
             return []
         return [r[0] for r in self.db.execute("SELECT DISTINCT epoch FROM populations ORDER BY epoch")]
+
+    # ---- the run browser's pages: summaries without code, bounded by LIMIT ------------------
+    SUMMARY = ("id", "parent_id", "second_parent_id", "epoch", "reward", "valid", "operator", "eval_time_s", "prompt_id")
+    _ORDERS = {"id": "id ASC", "-id": "id DESC", "reward": "reward ASC, id ASC", "-reward": "reward DESC, id ASC"}
+
+    def _summary_select(self) -> str:
+        cols = ", ".join(f if f in self.columns else f"{_LEGACY[f]} AS {f}" for f in self.SUMMARY)
+        return f"SELECT {cols} FROM solutions"
+
+    def summaries(self, offset: int = 0, limit: int = 50, order: str = "-id", valid_only: bool = False) -> list[dict]:
+        """One page of solutions as SUMMARY dicts (no code, completion or embedding)."""
+        if order not in self._ORDERS:
+            raise ValueError(f"order {order!r}: one of {sorted(self._ORDERS)}")
+        where = " WHERE valid = 1" if valid_only else ""
+        q = f"{self._summary_select()}{where} ORDER BY {self._ORDERS[order]} LIMIT ? OFFSET ?"
+        return [dict(zip(self.SUMMARY, r)) for r in self.db.execute(q, (int(limit), int(offset)))]
+
+    def summary(self, sid: int) -> dict | None:
+        r = self.db.execute(f"{self._summary_select()} WHERE id = ?", (int(sid),)).fetchone()
+        return None if r is None else dict(zip(self.SUMMARY, r))
+
+    def child_summaries(self, sid: int, limit: int) -> tuple[list[dict], int]:
+        """The best ``limit`` children of ``sid`` (second-parent children too) and how many it has."""
+        second = " OR second_parent_id = :id" if "second_parent_id" in self.columns else ""
+        where = f" WHERE parent_id = :id{second}"
+        total = self.db.execute(f"SELECT COUNT(*) FROM solutions{where}", {"id": int(sid)}).fetchone()[0]
+        q = f"{self._summary_select()}{where} ORDER BY valid DESC, reward DESC, id ASC LIMIT :n"
+        return [dict(zip(self.SUMMARY, r)) for r in self.db.execute(q, {"id": int(sid), "n": int(limit)})], total
+
+    def parents_of_epoch(self, epoch: int) -> set[int]:
+        """The parents the epoch's prompts showed (its children's first and second parents)."""
+        second = ", second_parent_id" if "second_parent_id" in self.columns else ""
+        rows = self.db.execute(f"SELECT DISTINCT parent_id{second} FROM solutions WHERE epoch = ?", (int(epoch),))
+        return {int(i) for r in rows for i in r if i is not None}
+
+    def siblings(self, parent_id: int, epoch: int, prompt_prefix: str) -> list[Solution]:
+        """The solutions of one prompt (its GRPO group): same parent and epoch, prompt ids
+        ``prompt_prefix`` + g (the parent index keeps this O(children of the parent))."""
+        q = self._select + " WHERE parent_id = ? AND epoch = ? AND substr(prompt_id, 1, ?) = ? ORDER BY id"
+        return [_row(r) for r in self.db.execute(q, (int(parent_id), int(epoch), len(prompt_prefix), prompt_prefix))]
