@@ -52,6 +52,8 @@ class _Renders:
                 with browse._archive(path) as arch:
                     sol = arch.get(sid)
                 fig, notes = best_rendering(run, sol, execute=True)
+                for ax in fig.axes if fig is not None else []:  # report.py titles its one drawing "best solution"
+                    ax.set_title(ax.get_title().replace("best solution", "solution"), fontsize=9)
                 self.cache[key] = (png_bytes(fig, dpi=90) if fig is not None else None, notes)
                 while len(self.cache) > 64:
                     self.cache.popitem(last=False)

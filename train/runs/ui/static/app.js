@@ -16,7 +16,7 @@ function h(tag, attrs, ...kids) {
     else if (k === "cls") el.className = v;
     else el.setAttribute(k, v);
   }
-  for (const kid of kids.flat()) if (kid !== null && kid !== undefined) el.append(kid instanceof Node ? kid : String(kid));
+  for (const kid of kids.flat(Infinity)) if (kid !== null && kid !== undefined) el.append(kid instanceof Node ? kid : String(kid));
   return el;
 }
 const url = (path, params) => path + "?" + new URLSearchParams(params).toString();
@@ -147,7 +147,7 @@ async function viewLineage() {
       h("span", {}, "dashed orange edge: crossover's second parent"), h("span", {}, "thick border: a top solution")),
     h("div", {cls: "split"}, h("div", {id: "cy"}), side));
   const rewards = data.nodes.filter(n => n.valid).map(n => n.reward);
-  const lo = Math.min(...rewards, 0), hi = Math.max(...rewards, lo + 1e-9);
+  const lo = rewards.length ? Math.min(...rewards) : 0, hi = Math.max(...rewards, lo + 1e-9);
   const have = new Set(data.nodes.map(n => n.id));
   const cy = window.cy = cytoscape({
     container: document.getElementById("cy"), wheelSensitivity: 0.3,
@@ -161,8 +161,10 @@ async function viewLineage() {
       {selector: "edge", style: {width: 1.5, "line-color": "#999", "target-arrow-shape": "triangle", "target-arrow-color": "#999", "curve-style": "bezier"}},
       {selector: "edge.second", style: {"line-style": "dashed", "line-color": "#ff7f0e", "target-arrow-color": "#ff7f0e"}},
     ],
-    layout: {name: "breadthfirst", directed: true, spacingFactor: 1.1, roots: data.nodes.filter(n => n.parent_id === null || !have.has(n.parent_id)).map(n => "#n" + n.id)},
   });
+  const roots = () => cy.nodes().filter(n => n.indegree(false) === 0);
+  const relayout = () => cy.layout({name: "breadthfirst", directed: true, spacingFactor: 1.2, roots: roots(), animate: false}).run();
+  relayout();
   async function expand(sid) {
     const d = await api("expand", {run: RUN, id: sid, limit: 30});
     const ids = new Set(cy.nodes().map(n => n.data("sid")));
@@ -170,7 +172,7 @@ async function viewLineage() {
     fresh.forEach(n => ids.add(n.id));
     cy.add([...fresh.map(nodeData), ...fresh.flatMap(n => edgesOf(n, ids))]);
     cy.getElementById("n" + sid).data("expanded", `${d.nodes.length} of ${d.total}`);
-    cy.layout({name: "breadthfirst", directed: true, spacingFactor: 1.1, animate: false}).run();
+    relayout();
   }
   function collapse(sid) { cy.getElementById("n" + sid).successors().filter(e => !e.data("rank")).remove(); }
   cy.on("tap", "node", async ev => {
@@ -234,7 +236,7 @@ async function viewPopulation() {
     on: {change: e => { location.href = url("/population", {run: RUN, epoch: d.epochs[+e.target.value]}); }}});
   const pts = d.members.filter(m => m.diversity !== null).sort((a, b) => a.diversity - b.diversity || a.reward - b.reward);
   const parts = [h("h1", {}, `Population at epoch ${d.epoch}`), h("p", {}, "epoch ", slider, ` ${d.epoch} (of ${d.epochs[0]}–${d.epochs[d.epochs.length - 1]})`),
-    h("p", {}, `Div: ${d.source}. Filled squares: the Pareto front (reward, Div); rings: members the next epoch's prompts showed as parents${d.next_epoch_logged ? "" : " (next epoch not logged yet)"}.`)];
+    h("p", {}, `Div: ${d.source}. red: the Pareto front of (reward, Div); green rings: members the next epoch's prompts showed as parents${d.next_epoch_logged ? "" : " (next epoch not logged yet)"}.`)];
   if (pts.length) {
     const x = pts.map(m => m.diversity);
     const none = {show: false}, dots = (size, fill) => ({show: true, size, fill, width: 0});
