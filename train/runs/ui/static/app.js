@@ -184,7 +184,7 @@ async function viewLineage() {
         h("div", {}, h("button", {on: {click: () => expand(sid)}}, `expand children (${s.n_children})`), " ",
           h("button", {on: {click: () => collapse(sid)}}, "collapse")),
         kv([["reward", s.reward], ["validity", h("span", {cls: s.valid ? "ok" : "bad"}, s.valid ? "valid" : "invalid")], ["operator", s.operator], ["epoch", s.epoch], ["feedback", s.feedback]]),
-        h("h2", {}, "Code"), code(s.code, "python"), ...s.diffs.map(d => [h("h2", {}, `Diff against ${d.label} #${d.id}`), code(d.diff || "(identical)", "diff")]));
+        h("h2", {}, "Code"), code(s.code, "python"), ...s.diffs.flatMap(d => [h("h2", {}, `Diff against ${d.label} #${d.id}`), code(d.diff || "(identical)", "diff")]));
     } catch (e) { side.replaceChildren(h("p", {cls: "bad"}, e.message)); }
   });
 }
@@ -246,8 +246,10 @@ async function viewPopulation() {
       {label: "parent next epoch", data: pts.map(m => m.parent ? m.reward : null), color: "#2ca02c", paths: () => null, points: {show: true, size: 14, fill: "transparent", width: 2}},
     ].map(s => (s.points = s.points || none, s)), {xlabel: "Div (eq. 6)"}));
   }
-  parts.push(table(["member", "reward", "Div", "validity", "front", "parent next epoch"],
-    d.members.map(m => [sol(m.id), m.reward, m.diversity, m.valid ? "valid" : "invalid", m.front ? "front" : "", m.parent ? "yes" : ""])));
+  const members = table(["member", "reward", "Div", "validity", "front", "parent next epoch"],
+    d.members.map(m => [sol(m.id), m.reward, m.diversity, m.valid ? "valid" : "invalid", m.front ? "front" : "", m.parent ? "yes" : ""]));
+  members.id = "members";
+  parts.push(members);
   app.replaceChildren(...parts);
 }
 
