@@ -115,14 +115,15 @@ def test_solution_diffs_prompt_and_grpo_group(folder):
     assert s["prompt"]["dropped"] == [] and [a["id"] for a in s["prompt"]["ancestors"]] == [ids["root"]]
     d = browse.solution(root / "uirun", ids["d"])
     assert d["prompt"]["dropped"] == ["oldest ancestor"]
-    group = {m["id"]: m for m in d["group"]["members"]}
-    assert list(group) == [ids["d"], ids["e"], ids["lost"]] and d["group"]["prompt"] == "e2-p0"
+    g = browse.solution_group(root / "uirun", ids["d"])
+    group = {m["id"]: m for m in g["members"]}
+    assert list(group) == [ids["d"], ids["e"], ids["lost"]] and g["prompt"] == "e2-p0"
     # GRPO by hand over the scored rewards [1.9, 0.0]: (r - mean) / (sample std + 1e-6); the lost one has none
     std = np.std([1.9, 0.0], ddof=1)
     assert group[ids["d"]]["advantage"] == pytest.approx(0.95 / (std + 1e-6), abs=1e-6)
     assert group[ids["e"]]["advantage"] == pytest.approx(-0.95 / (std + 1e-6), abs=1e-6)
     assert group[ids["lost"]]["advantage"] is None and group[ids["lost"]]["scored"] is False
-    assert browse.solution(root / "uirun", ids["root"])["group"]["members"] == []
+    assert browse.solution_group(root / "uirun", ids["root"])["members"] == []
     h = browse.solution(root / "uirun", ids["hostile"])
     assert h["code"] == HOSTILE and h["renderable"] is False  # invalid: nothing to draw
 

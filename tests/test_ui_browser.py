@@ -97,6 +97,7 @@ def test_every_view_in_chromium(server, page, tmp_path):
     _open(page, f"{base}/solution?run=uirun&id={ids['d']}")  # fields, group with advantages, prompt
     text = page.inner_text("main")
     assert "1.90000" in text and "oldest ancestor" in text and "e2-p0" in text
+    page.wait_for_selector("#group", timeout=60_000)  # loaded after the page: the first group imports torch
     adv = page.locator("#group tr").all_inner_texts()
     assert "0.7071" in adv[1] and "-0.7071" in adv[2] and "lost (infra)" in adv[3]
     page.wait_for_selector("#render img, #render p.note", timeout=90_000)  # the sandbox re-run and render.py

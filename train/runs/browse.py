@@ -270,8 +270,15 @@ def group(run: rd.RunData, arch: ReadOnlyArchive, sol) -> dict:
     return dict(members=rows, note=note, prompt=prefix[:-2])
 
 
+def solution_group(path: Path, sid: int) -> dict:
+    run = rd.load_run(path)
+    with _archive(path) as arch:
+        return group(run, arch, arch.get(sid))
+
+
 def solution(path: Path, sid: int) -> dict:
-    """Everything about one solution: fields, code, diffs against its parents, prompt, group."""
+    """Everything about one solution but its GRPO group (``solution_group``: the first one imports
+    torch): fields, code, diffs against its parents, the prompt, its best children."""
     run = rd.load_run(path)
     with _archive(path) as arch:
         sol = arch.get(sid)
@@ -286,7 +293,6 @@ def solution(path: Path, sid: int) -> dict:
                                          diff=diff(parent.code, sol.code, f"#{pid} ({label})", f"#{sol.id}")))
         match = PROMPT_ID.match(sol.prompt_id or "")
         out["prompt"] = _ancestors_shown(run, arch, sol, sol.epoch, int(match[2]) if match else None)
-        out["group"] = group(run, arch, sol)
         children, n_children = arch.child_summaries(sid, 20)
         out["children"], out["n_children"] = [_summary(c) for c in children], n_children
     out["task"] = rd.cfg_get(run.config, "task", "name")

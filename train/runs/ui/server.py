@@ -128,6 +128,10 @@ def create_app(root: str | Path) -> FastAPI:
     def solution(run: str = "", id: int = Query(..., ge=0)):
         return browse.solution(run_path(run), id)
 
+    @app.get("/api/group")
+    def group(run: str = "", id: int = Query(..., ge=0)):
+        return browse.solution_group(run_path(run), id)
+
     @app.get("/api/render")
     def render(run: str = "", id: int = Query(..., ge=0)):
         png, notes = renders.get(run_path(run), id)

@@ -192,7 +192,7 @@ async function viewLineage() {
 // ---- solution -----------------------------------------------------------------------------
 async function viewSolution() {
   const s = await api("solution", {run: RUN, id: Q.get("id")});
-  const p = s.prompt, g = s.group;
+  const p = s.prompt;
   const parts = [h("h1", {}, `Solution #${s.id}`),
     kv([["reward", s.reward], ["validity", h("span", {cls: s.valid ? "ok" : "bad"}, s.valid ? "valid" : "invalid")], ["epoch", s.epoch], ["operator", s.operator],
       ["evaluation time", s.eval_time_s === null ? "–" : s.eval_time_s.toFixed(3) + " s"], ["parent", s.parent_id === null ? "none (the starter)" : sol(s.parent_id)],
@@ -217,14 +217,18 @@ async function viewSolution() {
     parts.push(p.text === null ? h("p", {cls: "note"}, "The prompt's text is not recorded for this run (runs record it in prompts.jsonl); above: what it showed.") : h("pre", {id: "prompt"}, p.text));
   }
   parts.push(h("h2", {}, "Raw completion"), s.completion === null ? h("p", {}, "none recorded") : h("pre", {id: "completion"}, s.completion));
-  parts.push(h("h2", {}, `GRPO group${g.prompt ? " (prompt " + g.prompt + ")" : ""}`));
-  if (g.note) parts.push(h("p", {cls: "note"}, g.note));
-  if (g.members.length) parts.push(h("table", {id: "group"}, h("tr", {}, ["sample", "solution", "reward", "validity", "advantage"].map(c => h("th", {}, c))),
-    g.members.map(m => h("tr", {cls: m.id === s.id ? "me" : null}, h("td", {}, "g" + m.g), h("td", {}, m.id === s.id ? h("b", {}, "#" + m.id + " (this)") : sol(m.id)),
-      h("td", {cls: "num"}, fmt(m.reward)), h("td", {}, m.valid ? "valid" : "invalid"), h("td", {cls: "num"}, m.scored ? fmt(m.advantage, 4) : "lost (infra)")))));
+  const groupBox = h("div", {id: "groupbox"}, h("p", {}, "loading the group's advantages…"));
+  parts.push(h("h2", {}, "GRPO group (the siblings of one prompt; advantages from train.grpo.compute_advantages)"), groupBox);
   if (s.children.length) parts.push(h("h2", {}, `Children (best ${s.children.length} of ${s.n_children})`),
     table(["solution", "epoch", "reward", "validity", "operator"], s.children.map(c => [sol(c.id), c.epoch, c.reward, c.valid ? "valid" : "invalid", c.operator])));
   app.replaceChildren(...parts);
+  (async () => { try {  // lazily, after the page is drawn: the first group imports torch on the server
+    const g = await api("group", {run: RUN, id: s.id});
+    groupBox.replaceChildren(h("p", {}, g.prompt ? "prompt " + g.prompt : ""), g.note ? h("p", {cls: "note"}, g.note) : "",
+      g.members.length ? h("table", {id: "group"}, h("tr", {}, ["sample", "solution", "reward", "validity", "advantage"].map(c => h("th", {}, c))),
+        g.members.map(m => h("tr", {}, h("td", {}, "g" + m.g), h("td", {}, m.id === s.id ? h("b", {}, "#" + m.id + " (this)") : sol(m.id)),
+          h("td", {cls: "num"}, fmt(m.reward)), h("td", {}, m.valid ? "valid" : "invalid"), h("td", {cls: "num"}, m.scored ? fmt(m.advantage, 4) : "lost (infra)")))) : "");
+  } catch (e) { groupBox.replaceChildren(h("p", {cls: "bad"}, "group: " + e.message)); } })();
 }
 
 // ---- population -----------------------------------------------------------------------------
