@@ -103,6 +103,11 @@ def test_lineage_best_chains_second_parent_and_expand(folder):
     tree = browse.lineage(root / "uirun", n_best=5)  # cross is 5th best: drawn with both parents
     cross = next(n for n in tree["nodes"] if n["id"] == ids["cross"])
     assert (cross["parent_id"], cross["second_parent_id"], cross["operator"]) == (ids["c"], ids["a"], "crossover")
+    with Archive(root / "uirun" / "archive.sqlite") as arch:  # the best is a crossover whose mate is off every chain
+        (top,) = arch.add_many([dict(parent_id=ids["d"], second_parent_id=ids["e"], operator="crossover", epoch=3, code="t\n",
+                                     reward=2.0, valid=True, feedback="ok", prompt_id="e3-p0-g0")])
+    tree = browse.lineage(root / "uirun", n_best=1)
+    assert tree["best"] == [top] and {n["id"] for n in tree["nodes"]} == {ids["root"], ids["a"], ids["d"], top, ids["e"]}
     kids = browse.expand(root / "uirun", ids["a"], limit=2)
     assert kids["total"] == 4 and [n["id"] for n in kids["nodes"]] == [ids["d"], ids["cross"]]  # valid first, by reward
 

@@ -122,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {n} solutions ({infos[n]['epochs']} epochs) in {time.perf_counter() - start:.1f} s: {run}")
         infos[n] = json.loads((run / "bench.json").read_text())
     proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "ui.py"), str(args.out), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
     base = re.search(r"(http://127\.0\.0\.1:\d+)/", proc.stdout.readline())[1]
     results = []
     try:

@@ -180,10 +180,8 @@ def lineage(path: Path, n_best: int = 5) -> dict:
             for sid in chain:
                 nodes.setdefault(sid, None)
         full = {s["id"]: s for s in _fetch(arch, list(nodes))}
-        for sid, s in full.items():
-            second = s["second_parent_id"]
-            if second is not None and second not in full:
-                full.update({m["id"]: m for m in _fetch(arch, [second])})
+        mates = {s["second_parent_id"] for s in full.values()} - set(full) - {None}
+        full.update({m["id"]: m for m in _fetch(arch, sorted(mates))})
         out = _with_counts(arch, [_summary(s) for s in full.values()])
         for n in out:
             n["rank"] = rank.get(n["id"])
