@@ -124,8 +124,13 @@ def create_app(root: str | Path) -> FastAPI:
     def expand(run: str = "", id: int = Query(..., ge=0), limit: int = Query(30, ge=1, le=200)):
         return browse.expand(run_path(run), id, limit)
 
+    warming = threading.Event()
+
     @app.get("/api/solution")
     def solution(run: str = "", id: int = Query(..., ge=0)):
+        if not warming.is_set():  # its page asks for the group next: start importing torch now, not at start-up
+            warming.set()
+            threading.Thread(target=_warm_imports, daemon=True).start()
         return browse.solution(run_path(run), id)
 
     @app.get("/api/group")
@@ -152,7 +157,8 @@ def create_app(root: str | Path) -> FastAPI:
 
 
 def _warm_imports() -> None:
-    """train.grpo (torch + verl) takes seconds to import: load it before the first GRPO group is asked for."""
+    """train.grpo (torch + verl) takes seconds to import: load it while the first solution page is drawn,
+    before its GRPO group is asked for (not at start-up, where it would slow every other first page)."""
     try:
         import train.grpo  # noqa: F401
     except Exception:  # the group view reports the real error when it imports it
@@ -190,7 +196,6 @@ def main(argv: list[str] | None = None) -> int:
     shown = f"[{args.host}]" if family == socket.AF_INET6 else args.host
     print(f"HELIX run browser on {args.path.resolve()}: http://{shown}:{port}/", flush=True)
     print(f"  from a laptop: ssh -L {port}:127.0.0.1:{port} <this machine>, then open http://127.0.0.1:{port}/", flush=True)
-    threading.Thread(target=_warm_imports, daemon=True).start()
     import uvicorn
 
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
