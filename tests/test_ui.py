@@ -145,7 +145,8 @@ def test_prompt_ancestors_less_what_the_budget_dropped(folder):
         fh.write(json.dumps({"epoch": 3, "prompt_dropped": [{"prompt": 1, "parent_id": ids["d"], "dropped": ["oldest ancestor"]}]}) + "\n")
     assert [a["id"] for a in browse.solution(run, g)["prompt"]["ancestors"]] == [ids["a"]]
     assert [a["id"] for a in browse.solution(run, g2)["prompt"]["ancestors"]] == [ids["a"], ids["root"]]
-    (run / "prompts.jsonl").write_text(json.dumps({"epoch": 3, "prompt": 1, "text": "PROMPT <b>", "dropped": ["x"]}) + "\n")
+    (run / "prompts").mkdir()
+    (run / "prompts" / "epoch-3.jsonl").write_text(json.dumps({"epoch": 3, "prompt": 1, "text": "PROMPT <b>", "dropped": ["x"]}) + "\n")
     assert browse.solution(run, g)["prompt"]["text"] == "PROMPT <b>"
 
 

@@ -208,7 +208,7 @@ def diff(a: str, b: str, a_name: str, b_name: str) -> str:
 def _ancestors_shown(run: rd.RunData, arch: ReadOnlyArchive, sol, epoch: int, prompt: int | None) -> dict:
     """What the prompt of ``sol`` showed: its parent, the ancestors (rollout.n_ancestors of the
     parent's, less one per 'oldest ancestor' the budget dropped) and what the budget dropped
-    (metrics.jsonl prompt_dropped), or the recorded prompt (prompts.jsonl) where the run kept it."""
+    (metrics.jsonl prompt_dropped), or the recorded prompt (prompts/epoch-N.jsonl) where the run kept it."""
     from rollout.operators import OPERATORS
 
     out = dict(parent_id=sol.parent_id, second_parent_id=sol.second_parent_id, operator=sol.operator,
@@ -225,7 +225,7 @@ def _ancestors_shown(run: rd.RunData, arch: ReadOnlyArchive, sol, epoch: int, pr
     if op is None or op.lineage:
         out["ancestors"] = [dict(id=a.id, reward=_num(a.reward), valid=a.valid, epoch=a.epoch)
                             for a in arch.ancestors(sol.parent_id, max(shown, 0))]
-    recorded = run.path / "prompts.jsonl"
+    recorded = run.path / "prompts" / f"epoch-{epoch}.jsonl"  # train.run_dir.RunDir.log_prompts
     if recorded.is_file() and prompt is not None:
         for line in recorded.read_text(encoding="utf-8").splitlines():
             try:
