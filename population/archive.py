@@ -390,11 +390,44 @@ class ReadOnlyArchive(Archive):
         q = f"{self._summary_select()}{where} ORDER BY valid DESC, reward DESC, id ASC LIMIT :n"
         return [dict(zip(self.SUMMARY, r)) for r in self.db.execute(q, {"id": int(sid), "n": int(limit)})], total
 
-    def parents_of_epoch(self, epoch: int) -> set[int]:
-        """The parents the epoch's prompts showed (its children's first and second parents)."""
-        second = ", second_parent_id" if "second_parent_id" in self.columns else ""
-        rows = self.db.execute(f"SELECT DISTINCT parent_id{second} FROM solutions WHERE epoch = ?", (int(epoch),))
-        return {int(i) for r in rows for i in r if i is not None}
+    def parents_of_epoch(self, epoch: int, candidates: list[int]) -> set[int]:
+        """Which of ``candidates`` (the previous population) the epoch's prompts showed as a first or
+        second parent (through the parent indexes, not a scan of the epoch)."""
+        shown = set()
+        for col in ("parent_id", "second_parent_id") if "second_parent_id" in self.columns else ("parent_id",):
+            for start in range(0, len(candidates), _IN_CHUNK):
+                part = [int(i) for i in candidates[start : start + _IN_CHUNK]]
+                q = f"SELECT DISTINCT {col} FROM solutions WHERE {col} IN ({','.join('?' * len(part))}) AND epoch = ?"
+                shown.update(r[0] for r in self.db.execute(q, part + [int(epoch)]))
+        return shown
+
+    def summaries_of(self, ids) -> list[dict]:
+        """SUMMARY dicts of the given ids that exist, in id order (chunked IN queries)."""
+        ids, out = [int(i) for i in ids], []
+        for start in range(0, len(ids), _IN_CHUNK):
+            part = ids[start : start + _IN_CHUNK]
+            q = f"{self._summary_select()} WHERE id IN ({','.join('?' * len(part))})"
+            out += [dict(zip(self.SUMMARY, r)) for r in self.db.execute(q, part)]
+        return sorted(out, key=lambda s: s["id"])
+
+    def child_counts(self, ids) -> dict[int, int]:
+        """id -> how many children it has (as first or second parent), for the given ids."""
+        ids, counts = [int(i) for i in ids], {}
+        for col in ("parent_id", "second_parent_id") if "second_parent_id" in self.columns else ("parent_id",):
+            for start in range(0, len(ids), _IN_CHUNK):
+                part = ids[start : start + _IN_CHUNK]
+                q = f"SELECT {col}, COUNT(*) FROM solutions WHERE {col} IN ({','.join('?' * len(part))}) GROUP BY {col}"
+                for i, n in self.db.execute(q, part):
+                    counts[i] = counts.get(i, 0) + n
+        return {i: counts.get(i, 0) for i in ids}
+
+    def ancestor_ids(self, sid: int, n: int) -> list[int]:
+        """``ancestors`` without reading them: parent first, at most n."""
+        rows = self.db.execute(
+            "WITH RECURSIVE up(id, depth) AS (SELECT parent_id, 1 FROM solutions WHERE id = ? "
+            "UNION ALL SELECT s.parent_id, up.depth + 1 FROM solutions s JOIN up ON s.id = up.id WHERE up.depth < ?) "
+            "SELECT id FROM up WHERE id IS NOT NULL ORDER BY depth", (int(sid), int(n)))
+        return [r[0] for r in rows]
 
     def siblings(self, parent_id: int, epoch: int, prompt_prefix: str) -> list[Solution]:
         """The solutions of one prompt (its GRPO group): same parent and epoch, prompt ids

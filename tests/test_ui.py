@@ -89,6 +89,12 @@ def test_solutions_pages_and_orders(folder):
     assert [r["id"] for r in browse.solutions(root / "uirun", 3, 2, "-reward")["rows"]] == [ids["c"], ids["cross"]]
     assert [r["id"] for r in browse.solutions(root / "uirun", 0, 2, "-id")["rows"]] == [ids["cross"], ids["lost"]]
     assert "code" not in page["rows"][0]
+    best_valid = browse.solutions(root / "uirun", 0, 3, "-reward", valid_only=True)["rows"]
+    assert [r["id"] for r in best_valid] == [ids["d"], ids["a"], ids["root"]]
+    assert [r["id"] for r in browse.solutions(root / "uirun", 0, 2, "reward")["rows"]] == [ids["lost"], ids["e"]]  # ties: newest first
+    with Archive(root / "uirun" / "archive.sqlite") as arch:  # the sorted order is cached until the archive grows
+        (top,) = arch.add_many([dict(parent_id=ids["d"], epoch=3, code="t\n", reward=3.0, valid=True, feedback="ok")])
+    assert browse.solutions(root / "uirun", 0, 1, "-reward")["rows"][0]["id"] == top
     with pytest.raises(ValueError, match="order"):
         browse.solutions(root / "uirun", 0, 2, "code; DROP TABLE solutions")
 

@@ -152,17 +152,42 @@ def _summary(s: dict) -> dict:
     return {**s, "reward": _num(s["reward"]), "valid": bool(s["valid"]), "eval_time_s": _num(s["eval_time_s"])}
 
 
+_BY_REWARD: dict = {}  # (archive, newest id, count) -> ids by reward, best first; sorted once per archive state
+
+
+def _by_reward(arch: ReadOnlyArchive, valid_only: bool) -> np.ndarray:
+    """Every solution id, best reward first (ties: oldest first), cached until the archive grows:
+    SQLite has no reward index, and sorting 10^5 rows on every page of the table costs seconds."""
+    key = (str(arch.path), arch.max_id(), arch.count(), valid_only)
+    if key not in _BY_REWARD:
+        rows = np.array([(i, r, v) for i, _, _, r, v in arch.scores()], dtype=np.float64).reshape(-1, 3)
+        if valid_only:
+            rows = rows[rows[:, 2] > 0]
+        _BY_REWARD.clear()
+        _BY_REWARD[key] = rows[np.lexsort((rows[:, 0], -rows[:, 1])), 0].astype(np.int64)
+    return _BY_REWARD[key]
+
+
 def solutions(path: Path, offset: int, limit: int, order: str, valid_only: bool = False) -> dict:
     """One page of the solutions table and the archive's size (for the pager)."""
+    limit = min(max(limit, 1), 500)
     with _archive(path) as arch:
-        rows = arch.summaries(offset, min(max(limit, 1), 500), order, valid_only)
+        if order in ("-reward", "reward"):
+            ids = _by_reward(arch, valid_only)
+            ids = ids if order == "-reward" else ids[::-1]
+            page = ids[offset : offset + limit].tolist()
+            by_id = {s["id"]: s for s in arch.summaries_of(page)}
+            rows = [by_id[i] for i in page]
+        else:
+            rows = arch.summaries(offset, limit, order, valid_only)
         return dict(total=arch.count(), offset=offset, rows=[_summary(r) for r in rows])
 
 
 def _with_counts(arch: ReadOnlyArchive, nodes: list[dict]) -> list[dict]:
     """Each node with how many children it has (for 'expand' on the tree)."""
+    counts = arch.child_counts([n["id"] for n in nodes])
     for n in nodes:
-        n["n_children"] = arch.child_summaries(n["id"], 0)[1]
+        n["n_children"] = counts[n["id"]]
     return nodes
 
 
@@ -172,25 +197,17 @@ def lineage(path: Path, n_best: int = 5) -> dict:
     ``expand``ed on demand. Edges: ``parent`` and ``second`` (crossover's other parent)."""
     with _archive(path) as arch:
         tops = arch.summaries(0, n_best, "-reward", valid_only=True) or arch.summaries(0, 1, "id")
-        nodes: dict[int, dict] = {}
-        rank = {}
+        rank, chains = {}, set()
         for k, top in enumerate(tops):
             rank[top["id"]] = k + 1
-            chain = [top["id"]] + [s.id for s in arch.ancestors(top["id"], MAX_CHAIN)]
-            for sid in chain:
-                nodes.setdefault(sid, None)
-        full = {s["id"]: s for s in _fetch(arch, list(nodes))}
+            chains.update([top["id"], *arch.ancestor_ids(top["id"], MAX_CHAIN)])
+        full = {s["id"]: s for s in arch.summaries_of(chains)}
         mates = {s["second_parent_id"] for s in full.values()} - set(full) - {None}
-        full.update({m["id"]: m for m in _fetch(arch, sorted(mates))})
+        full.update({m["id"]: m for m in arch.summaries_of(mates)})
         out = _with_counts(arch, [_summary(s) for s in full.values()])
         for n in out:
             n["rank"] = rank.get(n["id"])
         return dict(nodes=sorted(out, key=lambda n: n["id"]), best=[t["id"] for t in tops], total=arch.count())
-
-
-def _fetch(arch: ReadOnlyArchive, ids: list[int]) -> list[dict]:
-    """Summaries of the given ids (those there are), without code."""
-    return [s for s in map(arch.summary, ids) if s is not None]
 
 
 def expand(path: Path, sid: int, limit: int = 30) -> dict:
@@ -237,9 +254,22 @@ def _ancestors_shown(run: rd.RunData, arch: ReadOnlyArchive, sol, epoch: int, pr
     return out
 
 
-def group(run: rd.RunData, arch: ReadOnlyArchive, sol) -> dict:
+def grpo_advantages(rewards: list[float], estimator: str, norm_by_std: bool) -> list[float]:
+    """One group's advantages from the learner's own function (train.grpo.compute_advantages, which
+    imports torch and verl: the run browser calls this in a worker process, see ui/server.py)."""
+    import torch
+
+    from train.grpo import compute_advantages
+
+    mask = torch.ones((len(rewards), 1))
+    adv = compute_advantages(torch.tensor(rewards, dtype=torch.float64), np.zeros(len(rewards), dtype=np.int64), mask,
+                             estimator, norm_by_std)
+    return adv[:, 0].tolist()
+
+
+def group(run: rd.RunData, arch: ReadOnlyArchive, sol, advantages=grpo_advantages) -> dict:
     """The GRPO group that ``sol`` was sampled in: its siblings' rewards, and the advantages the
-    learner computes from them (train.grpo.compute_advantages with the run's estimator; a child the
+    learner computes from them (``advantages``: grpo_advantages, with the run's estimator; a child the
     evaluation infrastructure lost has none, as in train.learner)."""
     match = PROMPT_ID.match(sol.prompt_id or "")
     if match is None or sol.parent_id is None:
@@ -254,24 +284,17 @@ def group(run: rd.RunData, arch: ReadOnlyArchive, sol) -> dict:
     else:
         scored = [r for r in rows if r["scored"]]
         if scored:
-            import torch
-
-            from train.grpo import compute_advantages
-
-            rewards = torch.tensor([r["reward"] for r in scored], dtype=torch.float64)
-            mask = torch.ones((len(scored), 1))
-            adv = compute_advantages(rewards, np.zeros(len(scored), dtype=np.int64), mask,
-                                     rd.cfg_get(run.config, "trainer", "adv_estimator", "grpo"),
-                                     bool(rd.cfg_get(run.config, "trainer", "norm_adv_by_std", True)))
-            for r, a in zip(scored, adv[:, 0].tolist()):
+            adv = advantages([r["reward"] for r in scored], str(rd.cfg_get(run.config, "trainer", "adv_estimator", "grpo")),
+                             bool(rd.cfg_get(run.config, "trainer", "norm_adv_by_std", True)))
+            for r, a in zip(scored, adv):
                 r["advantage"] = a
     return dict(members=rows, note=note, prompt=prefix[:-2])
 
 
-def solution_group(path: Path, sid: int) -> dict:
+def solution_group(path: Path, sid: int, advantages=grpo_advantages) -> dict:
     run = rd.load_run(path)
     with _archive(path) as arch:
-        return group(run, arch, arch.get(sid))
+        return group(run, arch, arch.get(sid), advantages)
 
 
 def solution(path: Path, sid: int) -> dict:
@@ -315,12 +338,25 @@ def population(path: Path, epoch: int | None) -> dict:
             return dict(epochs=[], epoch=None, members=[], source="unavailable")
         epoch = epochs[-1] if epoch is None or epoch not in epochs else epoch
         pts = rd.population_at(arch, epoch, int(rd.cfg_get(run.config, "population", "knn_k", rd.DEFAULT_KNN_K)))
-        parents = arch.parents_of_epoch(epoch + 1)
+        parents = arch.parents_of_epoch(epoch + 1, pts.ids)
         valid = arch._many("valid", pts.ids) if pts.ids else {}
         front = set(pts.front.tolist())
         members = [dict(id=i, reward=_num(r), diversity=_num(d), front=k in front, parent=i in parents, valid=bool(valid[i]))
                    for k, (i, r, d) in enumerate(zip(pts.ids, pts.rewards.tolist(), pts.diversity.tolist()))]
         return dict(epochs=epochs, epoch=epoch, members=members, source=pts.source, next_epoch_logged=bool(parents))
+
+
+_CURVES: dict = {}  # (archive, newest id, count, k) -> ablation.curves_of, until the archive grows
+
+
+def _curves(path: Path, k: int) -> dict[str, np.ndarray]:
+    with _archive(path) as arch:
+        key = (str(arch.path), arch.max_id(), arch.count(), k)
+        if key not in _CURVES:
+            if len(_CURVES) > 32:
+                _CURVES.clear()
+            _CURVES[key] = ablation.curves_of(arch.scores(), k, str(arch.path))
+        return _CURVES[key]
 
 
 def _thin(curve: np.ndarray, points: int) -> tuple[list[int], list]:
@@ -339,7 +375,7 @@ def compare(root: Path, rels: list[str], k: int = ablation.TOP_K, points: int = 
         path = resolve_run(root, rel)
         if not (path / "archive.sqlite").is_file():
             continue
-        curves = ablation.run_curves(path / "archive.sqlite", k)
+        curves = _curves(path, k)
         match = ablation.RUN.match(path.name)
         grouped.setdefault(match["variant"] if match else rel, []).append(curves)
         x, best = _thin(curves["best"], points)

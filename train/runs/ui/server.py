@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import multiprocessing
 import socket
 import sys
 import threading
 from collections import OrderedDict
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from fastapi import FastAPI, Query, Request
@@ -68,7 +70,8 @@ def create_app(root: str | Path) -> FastAPI:
     if not browse.discover(root):
         raise rd.RunDirError(f"{root} holds no run directory (metrics.jsonl or archive.sqlite), 3 levels down at most")
     app = FastAPI(title="HELIX run browser", docs_url=None, redoc_url=None, openapi_url=None)
-    renders = _Renders()
+    renders, advantages = _Renders(), _Advantages()
+    app.state.advantages = advantages
 
     @app.middleware("http")
     async def read_only(request: Request, call_next):
@@ -124,18 +127,13 @@ def create_app(root: str | Path) -> FastAPI:
     def expand(run: str = "", id: int = Query(..., ge=0), limit: int = Query(30, ge=1, le=200)):
         return browse.expand(run_path(run), id, limit)
 
-    warming = threading.Event()
-
     @app.get("/api/solution")
     def solution(run: str = "", id: int = Query(..., ge=0)):
-        if not warming.is_set():  # its page asks for the group next: start importing torch now, not at start-up
-            warming.set()
-            threading.Thread(target=_warm_imports, daemon=True).start()
         return browse.solution(run_path(run), id)
 
     @app.get("/api/group")
     def group(run: str = "", id: int = Query(..., ge=0)):
-        return browse.solution_group(run_path(run), id)
+        return browse.solution_group(run_path(run), id, advantages.compute)
 
     @app.get("/api/render")
     def render(run: str = "", id: int = Query(..., ge=0)):
@@ -156,13 +154,32 @@ def create_app(root: str | Path) -> FastAPI:
     return app
 
 
-def _warm_imports() -> None:
-    """train.grpo (torch + verl) takes seconds to import: load it while the first solution page is drawn,
-    before its GRPO group is asked for (not at start-up, where it would slow every other first page)."""
-    try:
-        import train.grpo  # noqa: F401
-    except Exception:  # the group view reports the real error when it imports it
-        pass
+def _import_grpo() -> None:
+    import train.grpo  # noqa: F401
+
+
+class _Advantages:
+    """browse.grpo_advantages in one worker process: train.grpo imports torch and verl (20-50 s on a
+    busy 2-core box), which in the server would hold its GIL and stall every page while it loads. The
+    worker starts importing when the server starts; a group asked for before it is ready waits for it."""
+
+    def __init__(self):
+        self.pool = None
+        self.lock = threading.Lock()
+
+    def start(self) -> None:
+        with self.lock:
+            if self.pool is None:
+                self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=_import_grpo)
+                self.pool.submit(int)  # start the worker (and its import) now
+
+    def compute(self, rewards: list[float], estimator: str, norm_by_std: bool) -> list[float]:
+        self.start()
+        return self.pool.submit(browse.grpo_advantages, rewards, estimator, norm_by_std).result(timeout=600)
+
+    def stop(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -198,8 +215,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  from a laptop: ssh -L {port}:127.0.0.1:{port} <this machine>, then open http://127.0.0.1:{port}/", flush=True)
     import uvicorn
 
+    app.state.advantages.start()
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
-    server.run(sockets=[sock])
+    try:
+        server.run(sockets=[sock])
+    finally:
+        app.state.advantages.stop()
     return 0
 
 

@@ -150,10 +150,10 @@ async function viewLineage() {
   const lo = rewards.length ? Math.min(...rewards) : 0, hi = Math.max(...rewards, lo + 1e-9);
   const have = new Set(data.nodes.map(n => n.id));
   const cy = window.cy = cytoscape({
-    container: document.getElementById("cy"), wheelSensitivity: 0.3,
+    container: document.getElementById("cy"), wheelSensitivity: 0.3, textureOnViewport: true, hideEdgesOnViewport: data.nodes.length > 500,
     elements: [...data.nodes.map(nodeData), ...data.nodes.flatMap(n => edgesOf(n, have))],
     style: [
-      {selector: "node", style: {"background-color": `mapData(reward, ${lo}, ${hi}, #3b1c6e, #f6d83a)`, label: "data(label)", "font-size": 9,
+      {selector: "node", style: {"background-color": `mapData(reward, ${lo}, ${hi}, #3b1c6e, #f6d83a)`, label: "data(label)", "font-size": 9, "min-zoomed-font-size": 7,
         "text-wrap": "wrap", "text-valign": "bottom", width: 22, height: 22}},
       {selector: "node.invalid", style: {"background-color": "#bbb", shape: "diamond", "border-width": 2, "border-color": "#b00020"}},
       {selector: "node.top", style: {"border-width": 4, "border-color": "#111"}},
