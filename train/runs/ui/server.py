@@ -197,10 +197,6 @@ def main(argv: list[str] | None = None) -> int:
         loopback = ipaddress.ip_address(args.host).is_loopback
     except ValueError:
         loopback = args.host == "localhost"
-    if not loopback:
-        print(f"helix ui: WARNING: binding {args.host}: anyone who can reach this machine on port {args.port} can read "
-              "these runs (programs, prompts, completions); there is no login. Prefer the default 127.0.0.1 and "
-              "ssh -L.", file=sys.stderr)
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -210,6 +206,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"helix ui: cannot bind {args.host}:{args.port} ({exc}); try --port 0 for a free port", file=sys.stderr)
         return 2
     port = sock.getsockname()[1]
+    if not loopback:
+        print(f"helix ui: WARNING: binding {args.host}: anyone who can reach this machine on port {port} can read "
+              "these runs (programs, prompts, completions); there is no login. Prefer the default 127.0.0.1 and "
+              "ssh -L.", file=sys.stderr)
     shown = f"[{args.host}]" if family == socket.AF_INET6 else args.host
     print(f"HELIX run browser on {args.path.resolve()}: http://{shown}:{port}/", flush=True)
     print(f"  from a laptop: ssh -L {port}:127.0.0.1:{port} <this machine>, then open http://127.0.0.1:{port}/", flush=True)
