@@ -151,9 +151,13 @@ def test_prompt_ancestors_less_what_the_budget_dropped(folder):
         fh.write(json.dumps({"epoch": 3, "prompt_dropped": [{"prompt": 1, "parent_id": ids["d"], "dropped": ["oldest ancestor"]}]}) + "\n")
     assert [a["id"] for a in browse.solution(run, g)["prompt"]["ancestors"]] == [ids["a"]]
     assert [a["id"] for a in browse.solution(run, g2)["prompt"]["ancestors"]] == [ids["a"], ids["root"]]
+    assert browse.solution(run, g)["prompt"]["source"] == "reconstructed"
     (run / "prompts").mkdir()
-    (run / "prompts" / "epoch-3.jsonl").write_text(json.dumps({"epoch": 3, "prompt": 1, "text": "PROMPT <b>", "dropped": ["x"]}) + "\n")
-    assert browse.solution(run, g)["prompt"]["text"] == "PROMPT <b>"
+    (run / "prompts" / "epoch-3.jsonl").write_text(json.dumps(
+        {"epoch": 3, "prompt": 1, "text": "PROMPT <b>", "dropped": ["x"], "ancestors": [ids["root"]], "others": [ids["c"]]}) + "\n")
+    p = browse.solution(run, g)["prompt"]
+    assert (p["text"], p["dropped"], p["source"]) == ("PROMPT <b>", ["x"], "recorded")
+    assert [a["id"] for a in p["ancestors"]] == [ids["root"]] and [o["id"] for o in p["others"]] == [ids["c"]]
 
 
 def test_population_front_and_next_epochs_parents(folder):

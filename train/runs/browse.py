@@ -223,35 +223,41 @@ def diff(a: str, b: str, a_name: str, b_name: str) -> str:
 
 
 def _ancestors_shown(run: rd.RunData, arch: ReadOnlyArchive, sol, epoch: int, prompt: int | None) -> dict:
-    """What the prompt of ``sol`` showed: its parent, the ancestors (rollout.n_ancestors of the
-    parent's, less one per 'oldest ancestor' the budget dropped) and what the budget dropped
-    (metrics.jsonl prompt_dropped), or the recorded prompt (prompts/epoch-N.jsonl) where the run kept it."""
-    from rollout.operators import OPERATORS
-
+    """What the prompt of ``sol`` showed. Recorded (prompts/epoch-N.jsonl, train.run_dir.RunDir.log_prompts):
+    its text, the ancestors and other programs it showed, what the budget dropped. Older runs,
+    reconstructed: rollout.n_ancestors of the parent's ancestors less one per 'oldest ancestor' the
+    budget dropped (metrics.jsonl prompt_dropped); an operator without lineage (best_shot) showed none."""
     out = dict(parent_id=sol.parent_id, second_parent_id=sol.second_parent_id, operator=sol.operator,
-               ancestors=[], dropped=None, text=None, prompt_index=prompt)
+               ancestors=[], others=[], dropped=None, text=None, prompt_index=prompt, source="reconstructed")
     if sol.parent_id is None:
         return out
-    op = OPERATORS.get(sol.operator)
-    n = int(rd.cfg_get(run.config, "rollout", "n_ancestors", 2))
-    row = next((m for m in run.metrics if m["epoch"] == epoch), None)
-    if row is not None and "prompt_dropped" in row and prompt is not None:
-        out["dropped"] = next((d["dropped"] for d in row["prompt_dropped"]
-                               if d.get("prompt") == prompt and d.get("parent_id") == sol.parent_id), [])
-    shown = n - sum(1 for d in out["dropped"] or [] if d == "oldest ancestor")
-    if op is None or op.lineage:
-        out["ancestors"] = [dict(id=a.id, reward=_num(a.reward), valid=a.valid, epoch=a.epoch)
-                            for a in arch.ancestors(sol.parent_id, max(shown, 0))]
-    recorded = run.path / "prompts" / f"epoch-{epoch}.jsonl"  # train.run_dir.RunDir.log_prompts
+    recorded = run.path / "prompts" / f"epoch-{epoch}.jsonl"
     if recorded.is_file() and prompt is not None:
         for line in recorded.read_text(encoding="utf-8").splitlines():
             try:
                 r = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if r.get("epoch") == epoch and r.get("prompt") == prompt:
-                out["text"], out["dropped"] = r.get("text"), r.get("dropped", out["dropped"])
+            if isinstance(r, dict) and r.get("epoch") == epoch and r.get("prompt") == prompt:
+                by_id = {s["id"]: s for s in arch.summaries_of(list(r.get("ancestors", [])) + list(r.get("others", [])))}
+                out.update(text=r.get("text"), dropped=r.get("dropped"), source="recorded",
+                           ancestors=[_brief(by_id[i]) for i in r.get("ancestors", []) if i in by_id],
+                           others=[_brief(by_id[i]) for i in r.get("others", []) if i in by_id])
+                return out
+    n = int(rd.cfg_get(run.config, "rollout", "n_ancestors", 2))
+    row = next((m for m in run.metrics if m["epoch"] == epoch), None)
+    if row is not None and "prompt_dropped" in row and prompt is not None:
+        out["dropped"] = next((d["dropped"] for d in row["prompt_dropped"]
+                               if d.get("prompt") == prompt and d.get("parent_id") == sol.parent_id), [])
+    shown = n - sum(1 for d in out["dropped"] or [] if d == "oldest ancestor")
+    chain = arch.ancestor_ids(sol.parent_id, max(shown, 0))  # the parent's parent first
+    by_id = {s["id"]: s for s in arch.summaries_of(chain)}
+    out["ancestors"] = [_brief(by_id[i]) for i in chain]
     return out
+
+
+def _brief(s: dict) -> dict:
+    return dict(id=s["id"], reward=_num(s["reward"]), valid=bool(s["valid"]), epoch=s["epoch"])
 
 
 def grpo_advantages(rewards: list[float], estimator: str, norm_by_std: bool) -> list[float]:

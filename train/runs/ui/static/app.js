@@ -213,6 +213,8 @@ async function viewSolution() {
   else {
     parts.push(kv([["parent shown", sol(p.parent_id)], ["second parent shown", p.second_parent_id === null ? "–" : sol(p.second_parent_id)],
       ["ancestors shown", p.ancestors.length ? h("span", {}, p.ancestors.map(a => [sol(a.id), ` (${a.valid ? fmt(a.reward, 4) : "invalid"}) `])) : "none"],
+      ["other programs shown", p.others.length ? h("span", {}, p.others.map(a => [sol(a.id), " "])) : "–"],
+      ["what it showed", p.source === "recorded" ? "recorded by the run" : "reconstructed from the archive and metrics.jsonl"],
       ["dropped by the token budget", p.dropped === null ? "not recorded (metrics.jsonl has no prompt_dropped)" : (p.dropped.length ? p.dropped.join("; ") : "nothing")]]));
     parts.push(p.text === null ? h("p", {cls: "note"}, "The prompt's text is not recorded for this run (runs record it in prompts/epoch-N.jsonl since the run browser); above: what it showed.") : h("pre", {id: "prompt"}, p.text));
   }
