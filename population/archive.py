@@ -361,3 +361,76 @@ class ReadOnlyArchive(Archive):
         if not self.has_populations:
             return []
         return [r[0] for r in self.db.execute("SELECT DISTINCT epoch FROM populations ORDER BY epoch")]
+
+    # ---- the run browser's pages: summaries without code, bounded by LIMIT ------------------
+    SUMMARY = ("id", "parent_id", "second_parent_id", "epoch", "reward", "valid", "operator", "eval_time_s", "prompt_id")
+    _ORDERS = {"id": "id ASC", "-id": "id DESC", "reward": "reward ASC, id ASC", "-reward": "reward DESC, id ASC"}
+
+    def _summary_select(self) -> str:
+        cols = ", ".join(f if f in self.columns else f"{_LEGACY[f]} AS {f}" for f in self.SUMMARY)
+        return f"SELECT {cols} FROM solutions"
+
+    def summaries(self, offset: int = 0, limit: int = 50, order: str = "-id", valid_only: bool = False) -> list[dict]:
+        """One page of solutions as SUMMARY dicts (no code, completion or embedding)."""
+        if order not in self._ORDERS:
+            raise ValueError(f"order {order!r}: one of {sorted(self._ORDERS)}")
+        where = " WHERE valid = 1" if valid_only else ""
+        q = f"{self._summary_select()}{where} ORDER BY {self._ORDERS[order]} LIMIT ? OFFSET ?"
+        return [dict(zip(self.SUMMARY, r)) for r in self.db.execute(q, (int(limit), int(offset)))]
+
+    def summary(self, sid: int) -> dict | None:
+        r = self.db.execute(f"{self._summary_select()} WHERE id = ?", (int(sid),)).fetchone()
+        return None if r is None else dict(zip(self.SUMMARY, r))
+
+    def child_summaries(self, sid: int, limit: int) -> tuple[list[dict], int]:
+        """The best ``limit`` children of ``sid`` (second-parent children too) and how many it has."""
+        second = " OR second_parent_id = :id" if "second_parent_id" in self.columns else ""
+        where = f" WHERE parent_id = :id{second}"
+        total = self.db.execute(f"SELECT COUNT(*) FROM solutions{where}", {"id": int(sid)}).fetchone()[0]
+        q = f"{self._summary_select()}{where} ORDER BY valid DESC, reward DESC, id ASC LIMIT :n"
+        return [dict(zip(self.SUMMARY, r)) for r in self.db.execute(q, {"id": int(sid), "n": int(limit)})], total
+
+    def parents_of_epoch(self, epoch: int, candidates: list[int]) -> set[int]:
+        """Which of ``candidates`` (the previous population) the epoch's prompts showed as a first or
+        second parent (through the parent indexes, not a scan of the epoch)."""
+        shown = set()
+        for col in ("parent_id", "second_parent_id") if "second_parent_id" in self.columns else ("parent_id",):
+            for start in range(0, len(candidates), _IN_CHUNK):
+                part = [int(i) for i in candidates[start : start + _IN_CHUNK]]
+                q = f"SELECT DISTINCT {col} FROM solutions WHERE {col} IN ({','.join('?' * len(part))}) AND epoch = ?"
+                shown.update(r[0] for r in self.db.execute(q, part + [int(epoch)]))
+        return shown
+
+    def summaries_of(self, ids) -> list[dict]:
+        """SUMMARY dicts of the given ids that exist, in id order (chunked IN queries)."""
+        ids, out = [int(i) for i in ids], []
+        for start in range(0, len(ids), _IN_CHUNK):
+            part = ids[start : start + _IN_CHUNK]
+            q = f"{self._summary_select()} WHERE id IN ({','.join('?' * len(part))})"
+            out += [dict(zip(self.SUMMARY, r)) for r in self.db.execute(q, part)]
+        return sorted(out, key=lambda s: s["id"])
+
+    def child_counts(self, ids) -> dict[int, int]:
+        """id -> how many children it has (as first or second parent), for the given ids."""
+        ids, counts = [int(i) for i in ids], {}
+        for col in ("parent_id", "second_parent_id") if "second_parent_id" in self.columns else ("parent_id",):
+            for start in range(0, len(ids), _IN_CHUNK):
+                part = ids[start : start + _IN_CHUNK]
+                q = f"SELECT {col}, COUNT(*) FROM solutions WHERE {col} IN ({','.join('?' * len(part))}) GROUP BY {col}"
+                for i, n in self.db.execute(q, part):
+                    counts[i] = counts.get(i, 0) + n
+        return {i: counts.get(i, 0) for i in ids}
+
+    def ancestor_ids(self, sid: int, n: int) -> list[int]:
+        """``ancestors`` without reading them: parent first, at most n."""
+        rows = self.db.execute(
+            "WITH RECURSIVE up(id, depth) AS (SELECT parent_id, 1 FROM solutions WHERE id = ? "
+            "UNION ALL SELECT s.parent_id, up.depth + 1 FROM solutions s JOIN up ON s.id = up.id WHERE up.depth < ?) "
+            "SELECT id FROM up WHERE id IS NOT NULL ORDER BY depth", (int(sid), int(n)))
+        return [r[0] for r in rows]
+
+    def siblings(self, parent_id: int, epoch: int, prompt_prefix: str) -> list[Solution]:
+        """The solutions of one prompt (its GRPO group): same parent and epoch, prompt ids
+        ``prompt_prefix`` + g (the parent index keeps this O(children of the parent))."""
+        q = self._select + " WHERE parent_id = ? AND epoch = ? AND substr(prompt_id, 1, ?) = ? ORDER BY id"
+        return [_row(r) for r in self.db.execute(q, (int(parent_id), int(epoch), len(prompt_prefix), prompt_prefix))]

@@ -4,7 +4,7 @@ Every fenced shell block (```bash, ```sh, ```console) of README.md, BENCHMARKS.m
 as the shell would read it, and each script, config and file path it names must exist, each
 `python -m` module must be a file here (or an installed package), and each `--config` must name a
 file. Every markdown link to a local file must resolve, and so must its #anchor, as GitHub writes
-heading anchors. Every repository path the prose or a diagram names (`train/grpo.py`,
+heading anchors. Every repository path the prose or a diagram names (`train/learner/grpo.py`,
 tasks/families/symreg/data.py) must exist, and so must each module a layout table row names under its
 folder. A file renamed in the code and not in the docs fails here, naming the page and line."""
 
@@ -211,7 +211,7 @@ def inline_command_problems(page: Path, prose: str) -> tuple[list[str], int]:
     return problems, checked
 
 
-# A repository path written in prose or in a code span (`train/grpo.py`, tasks/families/symreg/data.py):
+# A repository path written in prose or in a code span (`train/learner/grpo.py`, tasks/families/symreg/data.py):
 # it starts at one of the project's top-level folders and is not the tail of a longer path or a URL.
 TOP_FOLDERS = ("train", "rollout", "population", "rewards", "tasks", "scripts", "configs", "tests", "docs")
 PROSE_PATH = re.compile(r"(?<![\w./~$-])((?:%s)/[\w./-]*)" % "|".join(TOP_FOLDERS))

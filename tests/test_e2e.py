@@ -269,6 +269,13 @@ def test_what_the_prompt_budget_dropped_is_logged(tmp_path):
     assert row["prompt_items_dropped"] == sum(len(d["dropped"]) for d in row["prompt_dropped"])
     with Archive(run / "archive.sqlite") as arch:
         assert arch.count() == 1 + 2 * 2
+    # prompts/epoch-1.jsonl: each prompt's text and what it showed, which the run browser shows per child
+    from train.runs import browse
+
+    shown = [json.loads(line) for line in (run / "prompts" / "epoch-1.jsonl").read_text().splitlines()]
+    assert [(p["prompt"], p["parent_id"], p["dropped"]) for p in shown] == [(d["prompt"], 1, d["dropped"]) for d in row["prompt_dropped"]]
+    assert all("## Current Program" in p["text"] and "(lines omitted to fit the prompt budget)" in p["text"] for p in shown)
+    assert browse.solution(run, 2)["prompt"]["text"] == shown[0]["text"]
 
 
 def test_evo_only_builds_no_learner(tmp_path, monkeypatch):

@@ -88,6 +88,12 @@ def test_report_of_ablation_folders(tmp_path, capsys):
     assert html.count("data:image/png;base64,") == 2
     # best so far after 2 children: helix mean of 1.86 and 1.90; evo_only 1.8365 -> 1.8365 (its child is invalid first)
     assert f"<td>{np.mean([1.86, 1.90]):.4f} ± {np.std([1.86, 1.90], ddof=1):.4f} (n=2)</td>" in html
+    # top-10 mean and area after 2 children (the starter counts in the top 10): helix s0 {1.8365, 1.84, 1.86},
+    # s1 {1.8365, 1.90}; area of the best curve: s0 (1.84 + 1.86) / 2, s1 (1.90 + 1.90) / 2
+    ms = lambda v: f"{np.mean(v):.4f} ± {np.std(v, ddof=1):.4f}"  # noqa: E731
+    top = [np.mean([1.8365, 1.84, 1.86]), np.mean([1.8365, 1.90])]
+    assert "top-10 mean and area under the curve after 2 children (q-circles)" in html
+    assert "".join(f"<td>{c}</td>" for c in ["helix", "2", ms([1.86, 1.90]), ms(top), "0.7500 ± 0.3536", ms([1.85, 1.90])]) in html
     assert "<td>1.88 ± 0.028</td>" in html and "<td>356</td>" in html  # ablate.py's own summary
     assert "reproduce: python scripts/ablate.py --seeds 0 1" in html
     # per run: evo_only's valid child (1.80) is below the starter, which stays the best (epoch 0);

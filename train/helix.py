@@ -4,6 +4,7 @@
     torchrun --nproc_per_node 2 train/helix.py --config configs/quickstart.yaml
     python train/helix.py --resume runs/quickstart-20261122-101500 [trainer.epochs=8]
     python train/helix.py export runs/quickstart-20261122-101500 my-model/
+    python train/helix.py ui runs/                  # the run browser (train/runs/ui)
 
 Per epoch: sample B parents -> build eq.-5 prompts -> G rollouts each -> apply SEARCH/REPLACE
 edits -> evaluate children in the sandbox -> GRPO step -> embed + kNN diversity (eq. 6) ->
@@ -79,9 +80,14 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["export"]:  # helix export RUN_DIR OUT_DIR
         return export_main(argv[1:])
+    if argv[:1] == ["ui"]:  # helix ui PATH: the read-only run browser
+        from train.runs.ui.server import main as ui_main
+
+        return ui_main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="helix", description="HELIX: GRPO + NSGA-II evolutionary program search. "
-        "Also: 'helix export RUN_DIR OUT_DIR' writes a run's policy as a Hugging Face model directory.")
+        "Also: 'helix export RUN_DIR OUT_DIR' writes a run's policy as a Hugging Face model directory; "
+        "'helix ui PATH' opens the run browser on a run or a folder of runs.")
     parser.add_argument("--config", help="YAML file under configs/ (a new run)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its newest complete checkpoint, "
                         "with the run's own config.yaml (overrides still apply, e.g. trainer.epochs=120)")

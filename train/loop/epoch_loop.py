@@ -251,7 +251,7 @@ class HelixRun:
         """Steps 1-2 (rank 0): sample B parents from P_t and build their eq.-5 prompts; every rank gets them."""
         jobs = None
         if self.main:
-            main, jobs = self.main, []
+            main, jobs, shown = self.main, [], []
             parents = main.evo.sample_parents(epoch.rng)
             names = list(self.operators)
             # One operator: no draw, so the paper's edit-only run keeps its random stream exactly.
@@ -268,9 +268,13 @@ class HelixRun:
                 prompt = main.builder.build(sol, ancestors, sol.id, layout=op.layout(), others=others)
                 if prompt.dropped:  # metrics.jsonl: prompt_dropped
                     epoch.dropped.append({"prompt": j, "parent_id": sol.id, "dropped": list(prompt.dropped)})
+                shown.append({"epoch": epoch.number, "prompt": j, "parent_id": sol.id, "operator": op.name,
+                              "ancestors": [a.id for a in ancestors], "others": [o.id for o in others],
+                              "dropped": list(prompt.dropped), "text": prompt.text})
                 mate = others[0] if op.extra_parents == "mate" else None
                 jobs.append(Job(j, sol.id, sol.code, prompt.token_ids, parent.tag, op.name, mate.id if mate else None,
                                 len(others), mate.code if mate else None))
+            main.run_dir.log_prompts(epoch.number, shown)  # what each prompt showed (train/runs/browse.py)
         epoch.jobs = broadcast(jobs, self.info)
 
     def generate(self, epoch: Epoch) -> None:

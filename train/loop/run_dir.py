@@ -96,6 +96,9 @@ class RunDir:
         if resume_epoch is not None:
             for log in ("metrics.jsonl", "samples.jsonl"):
                 _truncate_jsonl(self.path / log, resume_epoch)
+            for redone in (self.path / "prompts").glob("epoch-*.jsonl"):  # log_prompts: the resumed run rewrites these
+                if int(redone.stem[len("epoch-"):]) > resume_epoch:
+                    redone.unlink()
             if resume_logs and resume_logs.get("metrics") and last_epoch(self.path / "metrics.jsonl") < resume_epoch:
                 for log, rows in (("metrics.jsonl", [resume_logs["metrics"]]), ("samples.jsonl", resume_logs["samples"])):
                     with open(self.path / log, "a") as fh:
@@ -130,6 +133,12 @@ class RunDir:
             columns = list(rows[0])
             table = wandb.Table(columns=columns, data=[[row.get(c) for c in columns] for row in rows])
             self._wandb.log({"samples": table}, step=rows[0].get("epoch"))
+
+    def log_prompts(self, epoch: int, rows: list[dict]) -> None:
+        """An epoch's prompts as the policy saw them, one file per epoch (prompts/epoch-N.jsonl), so the
+        run browser reads one epoch's, not the whole run's."""
+        (self.path / "prompts").mkdir(exist_ok=True)
+        atomic_write(self.path / "prompts" / f"epoch-{epoch}.jsonl", "".join(json_line(row) for row in rows))
 
     def write_best(self, code: str, reward: float, solution_id: int, epoch: int) -> None:
         header = f"# HELIX best program: reward {reward:.10g}, solution {solution_id}, found in epoch {epoch}\n"

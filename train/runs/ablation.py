@@ -9,6 +9,7 @@ the best *valid* reward so far, starting from the starter's. Tables: best-so-far
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -39,18 +40,75 @@ def is_ablation_dir(path: Path) -> bool:
     return any(True for _ in runs(path))
 
 
+TOP_K = 10  # the top-k mean: EvoTune (arXiv 2504.05108) reports top-50; our runs are shorter
+
+
+def curves_of(rows: list[tuple], k: int = TOP_K, name: str = "archive") -> dict[str, np.ndarray]:
+    """From ``Archive.scores()`` rows, entry n - 1 after n children: ``best`` (the best valid reward
+    so far, the starter's before any child, 0 if it is invalid), ``topk`` (the mean of the k best
+    valid rewards so far, the starter's included; the mean of those there are while fewer than k
+    are valid, 0 while none is) and ``valid`` (the valid fraction of the children so far)."""
+    if not rows or rows[0][2] != 0:
+        raise RunDirError(f"{name} has no starter row (epoch 0) first")
+    top = [float(rows[0][3])] if rows[0][4] else []  # min-heap of the k best valid rewards
+    total, n_valid = sum(top), 0
+    best, topk, valid = [], [], []
+    for n, (_, _, _, reward, ok) in enumerate(rows[1:], start=1):
+        if ok:
+            n_valid += 1
+            if len(top) < k:
+                heapq.heappush(top, float(reward))
+                total += float(reward)
+            elif reward > top[0]:
+                total += float(reward) - heapq.heapreplace(top, float(reward))
+        best.append(max(top) if top else 0.0)
+        topk.append(total / len(top) if top else 0.0)
+        valid.append(n_valid / n)
+    return {"best": np.array(best), "topk": np.array(topk), "valid": np.array(valid)}
+
+
+def run_curves(archive: Path, k: int = TOP_K) -> dict[str, np.ndarray]:
+    with ReadOnlyArchive(archive) as arch:
+        return curves_of(arch.scores(), k, str(archive))
+
+
 def best_so_far(archive: Path) -> np.ndarray:
     """Entry k: the best valid reward after k + 1 children (the starter's before any child)."""
-    with ReadOnlyArchive(archive) as arch:
-        rows = arch.scores()
-    if not rows or rows[0][2] != 0:
-        raise RunDirError(f"{archive} has no starter row (epoch 0) first")
-    best, out = float(rows[0][3]) if rows[0][4] else 0.0, []
-    for _, _, _, reward, valid in rows[1:]:
-        if valid:
-            best = max(best, float(reward))
-        out.append(best)
-    return np.array(out)
+    return run_curves(archive)["best"]
+
+
+def area(curve: np.ndarray, budget: int) -> float:
+    """The area under a curve over its first ``budget`` children, per child (the curve's mean
+    there): a variant that gets good early scores higher than one that gets there late."""
+    if budget < 1 or len(curve) < budget:
+        raise ValueError(f"area over {budget} children of a curve of {len(curve)}")
+    return float(np.mean(curve[:budget]))
+
+
+def collect_curves(out_dir: Path, k: int = TOP_K) -> dict[str, list[dict[str, np.ndarray]]]:
+    """Per variant, each seed's ``curves_of`` (the runs ``runs`` finds)."""
+    out: dict[str, list[dict[str, np.ndarray]]] = {}
+    for variant, run in runs(out_dir):
+        out.setdefault(variant, []).append(run_curves(run / "archive.sqlite", k))
+    if not out:
+        raise RunDirError(f"no <variant>-s<seed>/archive.sqlite under {out_dir}")
+    return out
+
+
+def budget_rows(curves: dict[str, list[dict[str, np.ndarray]]], budget: int, k: int = TOP_K) -> list[list[str]]:
+    """Header, then per variant at one budget (mean ± sample std over seeds): best so far, the top-k
+    mean, the valid fraction, and the area under the best and top-k curves."""
+    head = ["variant", "seeds", f"best @{budget}", f"top-{k} mean @{budget}", f"valid @{budget}",
+            f"area best /{budget}", f"area top-{k} /{budget}"]
+    rows = [head]
+    for variant, seeds in curves.items():
+        mine = [c for c in seeds if len(c["best"]) >= budget]
+        cols = [[c["best"][budget - 1] for c in mine], [c["topk"][budget - 1] for c in mine],
+                [c["valid"][budget - 1] for c in mine], [area(c["best"], budget) for c in mine],
+                [area(c["topk"], budget) for c in mine]]
+        rows.append([variant, str(len(mine))] + [f"{np.mean(v):.4f} ± {np.std(v, ddof=1) if len(v) > 1 else 0:.4f}"
+                                                 if v else "-" for v in cols])
+    return rows
 
 
 def collect(out_dir: Path) -> dict[str, list[np.ndarray]]:

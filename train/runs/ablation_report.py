@@ -5,9 +5,9 @@
 
 Per folder: best reward so far against children evaluated (one curve per variant, mean over seeds with
 the min-max band) with best-so-far at fixed budgets, the valid fraction of each epoch's children,
-ablate.py's own summary table when the folder has its ablation.json, and per run what the children came
-to (train/runs/outcomes.py: outcomes, distinct valid programs, the most written one). Archives are
-only read.
+the top-10 mean and the area under the curves at the shortest run's length, ablate.py's own summary
+table when the folder has its ablation.json, and per run what the children came to (train/runs/outcomes.py:
+outcomes, distinct valid programs, the most written one). Archives are only read.
 """
 
 from __future__ import annotations
@@ -91,6 +91,15 @@ def build_ablation_report(folders: list[Path], out: Path) -> Path:
         png = f"valid_per_epoch-{slug}.png"
         sections.append(Section(f"{task}: valid children per epoch ({folder.name})", png,
                                 save_png(plots.valid_figure(valid, f"{task}: valid fraction per epoch"), out.parent / png)))
+        full = ablation.collect_curves(folder)
+        n = min(len(c["best"]) for seeds in full.values() for c in seeds)
+        if n > 0:
+            sections.append(Section(
+                f"{task}: top-{ablation.TOP_K} mean and area under the curve after {n} children ({folder.name})",
+                notes=[f"top-{ablation.TOP_K} mean: the mean of the {ablation.TOP_K} best valid rewards so far; area: "
+                       "the curve's mean over the first n children (n = the shortest run); both separate variants "
+                       "with less seed noise than best-ever. Mean ± sample std over seeds."],
+                table=ablation.budget_rows(full, n)))
         table, notes = _summary_table(folder)
         sections.append(Section(f"{task}: summary ({folder.name})", notes=notes, table=table))
         sections.append(Section(f"{task}: what each run's children came to ({folder.name})", notes=[

@@ -198,32 +198,35 @@ def populations(arch: ReadOnlyArchive, knn_k: int) -> list[PopulationPoints]:
     Div is the value stored at selection time when the archive has it; otherwise it is recomputed
     (eq. 6) against every program (a solution with an embedding) of that epoch or earlier, which
     is the pool selection saw; without embeddings it is unavailable (reward only)."""
-    has_div = "diversity" in arch.population_columns()
-    programs = None  # (ids, epochs, embeddings) of every program, read once and only if some Div is missing
-    out = []
-    for epoch in arch.population_epochs():
-        _, ids = arch.get_population(epoch)
-        rewards = arch.rewards(ids)
-        div = np.full(len(ids), math.nan)
-        source = "unavailable"
-        stored = arch.population_diversity(epoch) if has_div else [None] * len(ids)
-        if ids and all(d is not None for d in stored):
-            div, source = np.array(stored, dtype=np.float64), "stored"
-        else:
-            if programs is None:
-                pids, epochs = arch.program_epochs()
-                pids = pids.tolist()
-                programs = (pids, epochs, arch.get_embeddings(pids) if pids else np.zeros((0, 0), np.float32))
-            pool = np.flatnonzero(programs[1] <= epoch)  # the pool selection saw at this epoch
-            row_of = {programs[0][r]: k for k, r in enumerate(pool)}
-            members = [k for k, i in enumerate(ids) if int(i) in row_of]
-            if members:
-                base = programs[2][pool]
-                rows_in_base = np.array([row_of[int(ids[k])] for k in members])
-                div[members] = knn_diversity(base[rows_in_base], base, knn_k, rows_in_base)
-                source = "recomputed"
-        out.append(PopulationPoints(epoch, [int(i) for i in ids], rewards, div, source, pareto_front(rewards, div)))
-    return out
+    programs: list = []  # (ids, epochs, embeddings) of every program, read once and only if some Div is missing
+    return [population_at(arch, epoch, knn_k, programs) for epoch in arch.population_epochs()]
+
+
+def population_at(arch: ReadOnlyArchive, epoch: int, knn_k: int, programs: list | None = None) -> PopulationPoints:
+    """One epoch of ``populations``; ``programs``: a list that caches the programs' embeddings
+    across calls (filled on first need)."""
+    programs = [] if programs is None else programs
+    _, ids = arch.get_population(epoch)
+    rewards = arch.rewards(ids)
+    div = np.full(len(ids), math.nan)
+    source = "unavailable"
+    stored = arch.population_diversity(epoch) if "diversity" in arch.population_columns() else [None] * len(ids)
+    if ids and all(d is not None for d in stored):
+        div, source = np.array(stored, dtype=np.float64), "stored"
+    else:
+        if not programs:
+            pids, epochs = arch.program_epochs()
+            pids = pids.tolist()
+            programs += [pids, epochs, arch.get_embeddings(pids) if pids else np.zeros((0, 0), np.float32)]
+        pool = np.flatnonzero(programs[1] <= epoch)  # the pool selection saw at this epoch
+        row_of = {programs[0][r]: k for k, r in enumerate(pool)}
+        members = [k for k, i in enumerate(ids) if int(i) in row_of]
+        if members:
+            base = programs[2][pool]
+            rows_in_base = np.array([row_of[int(ids[k])] for k in members])
+            div[members] = knn_diversity(base[rows_in_base], base, knn_k, rows_in_base)
+            source = "recomputed"
+    return PopulationPoints(epoch, [int(i) for i in ids], rewards, div, source, pareto_front(rewards, div))
 
 
 def pick_epochs(epochs: list[int], n: int) -> list[int]:
