@@ -14,8 +14,8 @@ from array import array
 
 import pytest
 from conftest import child_env
+from task_copies import copy_task
 
-import tasks.base
 from rewards import isolation, run_program
 from rewards.sandbox import SANDBOX_USER
 from tasks import load_task
@@ -28,13 +28,7 @@ OR = load_task("bin_packing_or")
 @pytest.fixture()
 def tasks_dir(tmp_path, monkeypatch):
     """A private tasks/ folder: bin_packing_or copied as `copy`, with the shared harness."""
-    shutil.copytree(OR.folder, tmp_path / "copy", ignore=shutil.ignore_patterns("__pycache__"))
-    (tmp_path / "families" / "bin_packing").mkdir(parents=True)
-    shutil.copy(OR.folder.parent / "families" / "bin_packing" / "harness.py", tmp_path / "families" / "bin_packing")
-    spec = tmp_path / "copy" / "task.yaml"
-    spec.write_text(spec.read_text().replace("name: bin_packing_or", "name: copy"))
-    monkeypatch.setattr(tasks.base, "TASKS_DIR", tmp_path)
-    return tmp_path / "copy"
+    return copy_task(OR, "bin_packing", tmp_path, monkeypatch)
 
 
 def test_a_copy_loads_with_its_driver(tasks_dir):

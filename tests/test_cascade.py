@@ -1,11 +1,10 @@
 """Cascade evaluation: a cheap stage-1 check in the sandbox, the full run only if it passes."""
 
-import shutil
 import textwrap
 
 import pytest
+from task_copies import copy_task
 
-import tasks.base
 from rewards import Evaluator
 from tasks import load_task
 
@@ -22,13 +21,7 @@ def func(x, params):
 @pytest.fixture()
 def tasks_dir(tmp_path, monkeypatch):
     """symreg_chemistry copied as `copy`, in a private tasks/ folder with the shared harness."""
-    shutil.copytree(CHEM.folder, tmp_path / "copy", ignore=shutil.ignore_patterns("__pycache__"))
-    (tmp_path / "families" / "symreg").mkdir(parents=True)
-    shutil.copy(CHEM.folder.parent / "families" / "symreg" / "harness.py", tmp_path / "families" / "symreg")
-    spec = tmp_path / "copy" / "task.yaml"
-    spec.write_text(spec.read_text().replace("name: symreg_chemistry", "name: copy"))
-    monkeypatch.setattr(tasks.base, "TASKS_DIR", tmp_path)
-    return tmp_path / "copy"
+    return copy_task(CHEM, "symreg", tmp_path, monkeypatch)
 
 
 def test_symreg_tasks_use_the_cascade_and_the_evaluator_can_switch_it():

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from ray_cluster import free_port, in_session, session_of
+from ray_cluster import free_port, in_session, parent_of, pids_with, session_of
 
 from rewards import Evaluator, make_runner
 from rewards.ray_eval import RayUnreachable, check_reachable
@@ -34,31 +34,14 @@ TINY = ["model.policy=tiny-random", "warm_start.enabled=false", "rollout.max_new
         "population.size=4", "run.wandb=disabled", "run.export=false"]
 
 
-def _pids_with(text: str) -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if text in cmd:
-                pids.append(int(entry))
-    return pids
-
-
-def _parent(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-
-
 _HEAD: dict[str, int] = {}
 
 
 def _our_worker_running_a_sandbox() -> tuple[int, int] | None:
     """(Ray worker, its sandbox's runner) of this module's cluster, never another cluster's on the machine."""
-    for runner_pid in _pids_with("child_runner.py"):
+    for runner_pid in pids_with("child_runner.py"):
         try:
-            worker = _parent(runner_pid)
+            worker = parent_of(runner_pid)
         except (OSError, ValueError, IndexError):
             continue
         if session_of(worker) == _HEAD.get("sid"):
@@ -100,7 +83,7 @@ def ray_cluster():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         head.wait()
-        for pid in _pids_with(temp):  # anything of this cluster that left the process group
+        for pid in pids_with(temp):  # anything of this cluster that left the process group
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:

@@ -2,13 +2,12 @@
 runs in the sandbox via the task harness, and the held-out targets never reach the program."""
 
 import math
-import shutil
 import textwrap
 
 import numpy as np
 import pytest
+from task_copies import copy_task
 
-import tasks.base
 from rewards import Evaluator, run_program
 from tasks import load_task
 from tasks.families.symreg.data import CATEGORIES, generate
@@ -164,13 +163,7 @@ def test_sandbox_copies_data_files_and_rejects_reserved_names(tmp_path):
 @pytest.fixture()
 def tasks_dir(tmp_path, monkeypatch):
     """A private tasks/ folder: symreg_chemistry copied as `copy`, with the shared harness."""
-    shutil.copytree(CHEM.folder, tmp_path / "copy", ignore=shutil.ignore_patterns("__pycache__"))
-    (tmp_path / "families" / "symreg").mkdir(parents=True)
-    shutil.copy(CHEM.folder.parent / "families" / "symreg" / "harness.py", tmp_path / "families" / "symreg")
-    spec = tmp_path / "copy" / "task.yaml"
-    spec.write_text(spec.read_text().replace("name: symreg_chemistry", "name: copy"))
-    monkeypatch.setattr(tasks.base, "TASKS_DIR", tmp_path)
-    return tmp_path / "copy"
+    return copy_task(CHEM, "symreg", tmp_path, monkeypatch)
 
 
 # What the harness path may not be, by form, before it is joined to tasks/: each climbs out of tasks/ or
