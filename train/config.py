@@ -105,7 +105,7 @@ class TrainerConfig:
 @dataclass
 class RunConfig:
     output_dir: str = "runs"
-    name: Optional[str] = None  # default: <config stem>-<timestamp>
+    name: Optional[str] = None  # default: <task>-<variant>-<timestamp> (train/run_name.py)
     seed: int = 0
     export: bool = True  # write an HF model directory at the end
     # offline: wandb files under RUN_DIR/wandb (`wandb sync` them later); nothing leaves the machine
@@ -129,6 +129,9 @@ class RunConfig:
     # children generated (edited and evaluated); 0: no limit
     max_evaluations: int = _rule(0, lambda v: v >= 0, "must be >= 0 (0: no limit)")
     time_budget_s: float = _rule(0.0, lambda v: v >= 0, "must be >= 0 (0: no limit)")  # wall-clock seconds; 0: no limit
+    # epochs in a row with no applied edit or no GRPO reward spread before one warning with the likely
+    # cause and fix (train/no_learning.py); 0: never warn
+    no_learning_epochs: int = _rule(2, lambda v: v >= 0, "must be >= 0 (0: never warn)")
 
 
 @dataclass
@@ -167,7 +170,7 @@ _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
 
 def _nearest(name: str, options: list[str]) -> str:
-    close = difflib.get_close_matches(name, options, n=1, cutoff=0.0)
+    close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)  # no close match: no unrelated suggestion
     return f" Did you mean '{close[0]}'?" if close else ""
 
 

@@ -38,7 +38,9 @@ from train.evolution import Evolution
 from train.export import export_hf, export_state
 from train.learner import Learner, Sample
 from train.models import TINY_RANDOM, cache_root, load_policy, load_tokenizer, resolve_policy_path
+from train.no_learning import LearningWatch
 from train.run_dir import RunDir, table_header, table_row
+from train.run_name import default_run_name
 from train.warm_start import policy_source
 
 
@@ -134,7 +136,7 @@ class HelixRun:
             print(f"[helix] warm_start skipped: rollout.engine={cfg.rollout.engine} samples from its own model", flush=True)
         # model.policy, or its warm-started copy (built once, cached)
         self.policy = policy_source(cfg) if self.needs_weights else cfg.model.policy
-        cfg.run.name = broadcast(cfg.run.name or f"{config_stem}-{time.strftime('%Y%m%d-%H%M%S')}", info)
+        cfg.run.name = broadcast(cfg.run.name or default_run_name(cfg), info)
         self.library_log = None  # where library chatter goes (run.library_logs: file): the terminal stays readable
         if cfg.run.library_logs == "file":
             name = "library.log" if info.is_main else f"library-rank{info.rank}.log"
@@ -151,6 +153,7 @@ class HelixRun:
                 raise ConfigError(f"{resume} is already at epoch {self.start_epoch} of trainer.epochs = "
                                   f"{cfg.trainer.epochs}; to train longer, resume with trainer.epochs=<more>")
         self.main = self._build_main(config_stem, evo_state) if info.is_main else None
+        self.watch = LearningWatch(cfg, cfg.run.no_learning_epochs)  # one warning if the run cannot learn
         mix = {name: w for name, w in cfg.evolution.operators.items() if w > 0}
         self.operators = {name: make_operator(name, self.task.entry_function) for name in mix}
         self.operator_weights = np.array(list(mix.values()), np.float64) / sum(mix.values())
@@ -209,6 +212,7 @@ class HelixRun:
     def train(self) -> Path | None:
         """Every epoch's steps, then the export. Returns the run directory (rank 0)."""
         if self.main:
+            self.main.run_dir.point_latest()  # checks passed, everything loaded: training starts now
             print(table_header(), flush=True)
         self.t_start = time.perf_counter()
         epochs = range(self.start_epoch + 1, self.cfg.trainer.epochs + 1)
@@ -361,7 +365,7 @@ class HelixRun:
         evo = self.main.evo
         completions = [c for group in epoch.outputs for c in group]
         extra = dict(embedded=evo.embedded_last, prompt_items_dropped=sum(len(d["dropped"]) for d in epoch.dropped),
-                     prompt_dropped=epoch.dropped, **operator_metrics(epoch.children, prior_best))
+                     prompt_dropped=epoch.dropped, **operator_metrics(epoch.children, prior_best, self.task.improves))
         metrics = epoch_metrics(epoch.number, epoch.children, [len(c[0]) for c in completions],
                                 [bool(c[2]) for c in completions], evo.pool["reward"], epoch.diversity, epoch.chosen,
                                 best_reward, evo.archive.count(), epoch.train, extra=extra)
@@ -384,6 +388,9 @@ class HelixRun:
             self.main.run_dir.log_metrics(add_phase_times(epoch.metrics, epoch.times))
             self.main.run_dir.log_samples(epoch.samples)
             self._say(table_row(epoch.metrics))
+            warning = self.watch.update(epoch.metrics)
+            if warning:
+                self._say(warning)
             if epoch.stop and n < cfg.trainer.epochs:
                 self._say(f"[helix] budget reached after epoch {n} ({self.main.evo.archive.count() - 1} children); "
                           "stopping")

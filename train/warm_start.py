@@ -272,7 +272,8 @@ def train(model, examples: list[Example], cfg, pad_id: int, progress: bool = Tru
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(steps, desc="warm start", leave=False)
+        bar = tqdm(steps, desc="warm start", leave=False, unit="step",  # elapsed<remaining: the ETA
+                   bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
     autocast = torch.autocast("cpu", dtype=torch.bfloat16) if autocast_dtype(ws.dtype) == "bfloat16" else contextlib.nullcontext()
     for group in bar:
         with autocast:
@@ -295,7 +296,10 @@ def build(cfg, out: Path, progress: bool = True) -> Path:
     from train.models import TINY_RANDOM, load_policy, resolve_policy_path
 
     start = time.perf_counter()
-    print(f"[helix] warm start: building {out} (once; 3-7 minutes on 2 cores)", flush=True)
+    from train.warm_start_eta import announce
+
+    print(f"[helix] warm start: building {out} ({announce(cfg, _tasks(cfg), autocast_dtype(cfg.warm_start.dtype))})",
+          flush=True)
     torch.manual_seed(cfg.warm_start.seed)
     if cfg.model.policy != TINY_RANDOM:
         resolve_policy_path(cfg.model.policy, cfg.model.cache_dir)  # a first GGUF conversion says so here
