@@ -19,7 +19,7 @@ from tasks.base import TASKS_DIR, available_tasks
 TEMPLATE = TASKS_DIR / "new_task_template"
 FILES = ("task.yaml", "description.md", "brief.md", "initial_program.py", "verifier.py")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
-_RESERVED = {"families", "new_task_template", "base", "check", "config", "scaffold", "template"}
+_RESERVED = {"families", "new_task_template", "base", "config", "scaffold", "template"}
 
 
 class ScaffoldError(Exception):

@@ -5,7 +5,7 @@
     python train/helix.py --resume runs/quickstart-20261122-101500 [trainer.epochs=8]
     python train/helix.py export runs/quickstart-20261122-101500 my-model/
     python train/helix.py new-task my_task        # tasks/my_task/ from a template (tasks/scaffold.py)
-    python train/helix.py check-task my_task      # the task check every run starts with (tasks/check.py)
+    python train/helix.py check-task my_task      # the task check every run starts with (train/task_check.py)
 
 Per epoch: sample B parents -> build eq.-5 prompts -> G rollouts each -> apply SEARCH/REPLACE
 edits -> evaluate children in the sandbox -> GRPO step -> embed + kNN diversity (eq. 6) ->
@@ -23,8 +23,8 @@ if __package__ in (None, ""):  # run as a script: import the repo's packages, no
     sys.path = [p for p in sys.path if Path(p or ".").resolve() != _here]
     sys.path.insert(0, str(_here.parent))
     if __name__ == "__main__" and sys.argv[1:2] in (["new-task"], ["check-task"]):  # seconds: no torch
-        from tasks.check import main as _check_main
         from tasks.scaffold import main as _new_task_main
+        from train.task_check import main as _check_main
 
         sys.exit((_new_task_main if sys.argv[1] == "new-task" else _check_main)(sys.argv[2:]))
     if __name__ == "__main__":  # a wrong task.ray_address: one line within seconds, before torch is imported
@@ -46,8 +46,6 @@ if "DS_ACCELERATOR" not in os.environ and not torch.cuda.is_available():
 
 from rewards.ray_eval import ClusterLost, RayUnreachable
 from rollout.openai_engine import EndpointError
-from tasks.check import TaskCheckError, check_task
-from tasks.check import main as check_task_main
 from tasks.scaffold import main as new_task_main
 from train.backends import needs_process_group
 from train.checkpoint import latest_checkpoint, stop_line
@@ -57,6 +55,8 @@ from train.epoch_loop import HelixRun
 from train.export_cli import main as export_main
 from train.interrupt import InterruptGuard
 from train.models import ModelNotFoundError
+from train.task_check import TaskCheckError, check_task
+from train.task_check import main as check_task_main
 
 
 def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None = None) -> Path | None:

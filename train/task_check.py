@@ -1,4 +1,5 @@
-"""The task check: is a task folder usable, before anything heavy loads?
+"""The task check: is a task folder usable, before anything heavy loads? (In train/: it runs the sandbox,
+which tasks/ may not import.)
 
     helix check-task NAME [--verbose]        (also: python train/helix.py check-task NAME)
 
