@@ -82,7 +82,7 @@ def _load(name: str) -> Task:
     except ValueError as exc:  # load_task's own messages already name the file and the problem
         if exc.__traceback__ and _task_frame(exc.__traceback__):  # ...unless the verifier's import raised it
             raise _raised(exc, "importing the verifier", TASKS_DIR / name / "verifier.py") from None
-        raise TaskCheckError(str(exc)) from None
+        raise TaskCheckError(str(exc).replace(str(TASKS_DIR) + os.sep, _shown(TASKS_DIR) + os.sep)) from None
     except Exception as exc:  # the verifier module raised on import (SyntaxError, ImportError, NameError, ...)
         raise _raised(exc, "importing the verifier", TASKS_DIR / name / "verifier.py") from None
 
@@ -159,7 +159,8 @@ def main(argv: list[str] | None = None, prog: str = "helix check-task") -> int:
     try:
         result = check_task(args.name)
     except TaskCheckError as err:
-        hint = " (--verbose shows the traceback)" if err.detail and not args.verbose else ""
+        what = "the traceback" if "Traceback" in err.detail else "the sandbox's feedback"
+        hint = f" (--verbose shows {what})" if err.detail and not args.verbose else ""
         if args.verbose and err.detail:
             print(err.detail.rstrip(), file=sys.stderr)
         print(f"helix: task check failed: {err}{hint}", file=sys.stderr)
