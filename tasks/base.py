@@ -58,6 +58,10 @@ Optional task.yaml keys (all checked at load time):
   ``best_known`` (for example, a benchmark that starts from the record to improve on it). Without
   it a starter must score strictly below ``best_known`` (tests/test_tasks.py), since a starter at
   the record means the value or its unit is wrong; with it, the starter must reach it.
+* ``improvement_tolerance`` (default 1e-9): the relative margin by which a reward must beat the best
+  so far to count as a new best (``Task.improves``: the epoch metrics' ``new_best_frac``, the report).
+  A child that differs from the best only in the last floating-point digits is no improvement; a
+  task whose reward is noisy or rounded (a fitted model's score) states a larger one.
 * ``warm_start_mutations``: extra kinds of synthetic edit for the warm start (train.warm_start.data),
   besides its numeric and line changes. ``terms``: a sum of fitted terms (``x[:, 0] * params[0] + ...``)
   gains one, for tasks whose program is a model with coefficients the harness fits.
@@ -81,6 +85,7 @@ import yaml
 from tasks.template import check_template
 
 TASKS_DIR = Path(__file__).resolve().parent
+IMPROVEMENT_TOLERANCE = 1e-9  # default relative margin of a new best (task.yaml improvement_tolerance)
 log = logging.getLogger(__name__)
 
 
@@ -123,6 +128,11 @@ class Task:
     brief: str | None = None  # brief.md: a short description for small models (rollout.description: brief)
     warm_start_mutations: tuple[str, ...] = ()  # extra warm-start edit kinds (train.warm_start.data.EXTRA)
     starter_reaches_best_known: str | None = None  # why the starter may score best_known (task.yaml)
+    improvement_tolerance: float = IMPROVEMENT_TOLERANCE  # relative margin of a new best (task.yaml)
+
+    def improves(self, reward: float, best: float | None) -> bool:
+        """Whether ``reward`` beats ``best`` by more than the task's relative tolerance (None: anything does)."""
+        return best is None or reward > best + self.improvement_tolerance * abs(best)
 
     def prompt_description(self, style: str = "full") -> str:
         """The description a prompt shows: ``brief`` takes brief.md where the task has one."""
@@ -210,6 +220,8 @@ _OPTIONAL: dict[str, tuple[tuple[type, ...], Callable[[Any], bool], str]] = {
                              "a list of distinct names from: " + ", ".join(WARM_START_MUTATIONS)),
     "starter_reaches_best_known": ((str,), lambda v: len(v.split()) >= 5,
                                    "a sentence (5 words or more) saying why the starter scores best_known"),
+    "improvement_tolerance": ((int, float), lambda v: 0 <= v < 1,
+                              "a relative margin >= 0 and < 1 (e.g. 1e-9): what a reward must beat the best by to count"),
 }
 _TOGETHER = (("harness", "harness_entry"), ("cascade_entry", "cascade_timeout_s"))
 _FILES = ("description.md", "initial_program.py", "verifier.py")
@@ -227,8 +239,9 @@ def _read_spec(folder: Path) -> dict:
     known = [*_SPEC, *_OPTIONAL]
     for key in spec:
         if key not in known:
-            near = difflib.get_close_matches(str(key), known, n=1, cutoff=0.0)
-            raise ValueError(f"{path}: unknown key '{key}'. Did you mean '{near[0]}'? Valid keys: {', '.join(known)}")
+            near = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+            hint = f" Did you mean '{near[0]}'?" if near else ""
+            raise ValueError(f"{path}: unknown key '{key}'.{hint} Valid keys: {', '.join(known)}")
     for key, (types, check, meaning) in _SPEC.items():
         if key not in spec:
             raise ValueError(f"{path}: missing key '{key}' ({meaning})")
@@ -319,7 +332,7 @@ def available_tasks() -> list[str]:
 def load_task(name: str) -> Task:
     names = available_tasks()
     if name not in names:
-        near = difflib.get_close_matches(str(name), names, n=3, cutoff=0.0)
+        near = difflib.get_close_matches(str(name), names, n=3, cutoff=0.6)  # no match: no unrelated suggestion
         hint = f" Did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
         raise ValueError(f"unknown task {name!r}.{hint} Available tasks: {', '.join(names) or 'none'}")
     folder = TASKS_DIR / name
@@ -350,4 +363,5 @@ def load_task(name: str) -> Task:
         brief=(folder / "brief.md").read_text(encoding="utf-8").strip() + "\n" if (folder / "brief.md").is_file() else None,
         warm_start_mutations=tuple(spec.get("warm_start_mutations", ())),
         starter_reaches_best_known=spec.get("starter_reaches_best_known"),
+        improvement_tolerance=float(spec.get("improvement_tolerance", IMPROVEMENT_TOLERANCE)),
     )

@@ -5,6 +5,8 @@
     python train/helix.py --resume runs/quickstart-20261122-101500 [trainer.epochs=8]
     python train/helix.py export runs/quickstart-20261122-101500 my-model/
     python train/helix.py ui runs/                  # the run browser (train/runs/ui)
+    python train/helix.py new-task my_task        # tasks/my_task/ from a template (tasks/scaffold.py)
+    python train/helix.py check-task my_task      # the task check every run starts with (train/loop/task_check.py)
 
 Per epoch: sample B parents -> build eq.-5 prompts -> G rollouts each -> apply SEARCH/REPLACE
 edits -> evaluate children in the sandbox -> GRPO step -> embed + kNN diversity (eq. 6) ->
@@ -19,6 +21,11 @@ from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: import this checkout's packages, not an installed copy's
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    if __name__ == "__main__" and sys.argv[1:2] in (["new-task"], ["check-task"]):  # seconds: no torch
+        from tasks.scaffold import main as _new_task_main
+        from train.loop.task_check import main as _check_main
+
+        sys.exit((_new_task_main if sys.argv[1] == "new-task" else _check_main)(sys.argv[2:]))
     if __name__ == "__main__":  # a wrong task.ray_address: one line within seconds, before torch is imported
         from train.loop.ray_precheck import early_ray_check
 
@@ -38,6 +45,7 @@ if "DS_ACCELERATOR" not in os.environ and not torch.cuda.is_available():
 
 from rewards.ray_eval import ClusterLost, RayUnreachable
 from rollout.openai_engine import EndpointError
+from tasks.scaffold import main as new_task_main
 from train.learner.backends import needs_process_group
 from train.learner.distributed import DistInfo, init_distributed, shutdown
 from train.learner.models import ModelNotFoundError
@@ -45,6 +53,9 @@ from train.loop.checkpoint import latest_checkpoint, stop_line
 from train.loop.config import ConfigError, HelixConfig, load_config
 from train.loop.epoch_loop import HelixRun
 from train.loop.export_cli import main as export_main
+from train.loop.interrupt import InterruptGuard
+from train.loop.task_check import TaskCheckError, check_task
+from train.loop.task_check import main as check_task_main
 
 
 def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None = None) -> Path | None:
@@ -76,7 +87,18 @@ def _load(args: argparse.Namespace) -> tuple[HelixConfig, str, Path | None]:
     return cfg, run_path.name, resume
 
 
+def _stop_message(cfg: HelixConfig, event: str, detail: str = "") -> str:
+    """The stop line (train.loop.checkpoint.stop_line) for a lost Ray cluster or a Ctrl-C; before the run
+    directory exists, only what happened."""
+    run_path = Path(cfg.run.output_dir) / (cfg.run.name or "")
+    if cfg.run.name and (run_path / "config.yaml").is_file():
+        return stop_line(run_path, event, detail)
+    return f"{event} before the run began (no run directory yet)" + (f" ({detail})" if detail else "") + \
+        "; nothing to resume: start it again"
+
+
 def main(argv: list[str] | None = None) -> int:
+    command_line = argv is None  # the process ends after main(): output after a Ctrl-C stays in library.log
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["export"]:  # helix export RUN_DIR OUT_DIR
         return export_main(argv[1:])
@@ -84,10 +106,15 @@ def main(argv: list[str] | None = None) -> int:
         from train.runs.ui.server import main as ui_main
 
         return ui_main(argv[1:])
+    if argv[:1] == ["new-task"]:  # helix new-task NAME
+        return new_task_main(argv[1:])
+    if argv[:1] == ["check-task"]:  # helix check-task NAME [--verbose]
+        return check_task_main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="helix", description="HELIX: GRPO + NSGA-II evolutionary program search. "
         "Also: 'helix export RUN_DIR OUT_DIR' writes a run's policy as a Hugging Face model directory; "
-        "'helix ui PATH' opens the run browser on a run or a folder of runs.")
+        "'helix ui PATH' opens the run browser on a run or a folder of runs; "
+        "'helix new-task NAME' writes tasks/NAME/ from a template; 'helix check-task NAME' checks a task folder.")
     parser.add_argument("--config", help="YAML file under configs/ (a new run)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its newest complete checkpoint, "
                         "with the run's own config.yaml (overrides still apply, e.g. trainer.epochs=120)")
@@ -100,9 +127,25 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         print(f"helix: config error: {err}", file=sys.stderr)
         return 2
+    try:  # before the model, vLLM, wandb or a run directory: a broken task folder is one line
+        checked = check_task(cfg.task.name, cfg.task.timeout_s, cfg.task.memory_mb)
+    except TaskCheckError as err:
+        print(f"helix: task check failed: {err} (details: helix check-task {cfg.task.name} --verbose)", file=sys.stderr)
+        return 2
+    if os.environ.get("RANK", "0") == "0":
+        print(f"[helix] {checked.line()}", flush=True)
     info = init_distributed(single_process_group=needs_process_group(cfg.trainer.strategy, cfg.trainer.enabled))
+    guard = InterruptGuard(lambda: Path(cfg.run.output_dir) / cfg.run.name / "library.log" if cfg.run.name else None)
     try:
-        run(cfg, stem, info, resume=resume)
+        with guard:
+            run(cfg, stem, info, resume=resume)
+    except KeyboardInterrupt:  # Ctrl-C: the checkpoint in flight was finished (HelixRun.train); one line, no traceback
+        guard.divert()
+        if info.is_main:
+            guard.say(f"helix: {_stop_message(cfg, 'interrupted')}")
+        if not command_line:
+            guard.restore()
+        return 130
     except ConfigError as err:
         print(f"helix: config error: {err}", file=sys.stderr)
         return 2
@@ -116,9 +159,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"helix: error: {err}", file=sys.stderr)
         return 1
     except ClusterLost as err:  # task.eval_backend=ray: the cluster went away mid-run (archive, run dir closed)
-        run_path = Path(cfg.run.output_dir) / cfg.run.name
+        run_path = Path(cfg.run.output_dir) / (cfg.run.name or "")
         began = bool(cfg.run.name) and (run_path / "config.yaml").is_file()
-        print(f"helix: error: {stop_line(run_path, err.event, err.detail) if began else err}", file=sys.stderr)
+        print(f"helix: error: {_stop_message(cfg, err.event, err.detail) if began else err}", file=sys.stderr)
         return 1
     finally:
         # What the run left in reference cycles (a DDP/FSDP/DeepSpeed model with hooks on the group)

@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-LIBRARY_LOGGERS = ("vllm", "wandb")
+LIBRARY_LOGGERS = ("vllm", "wandb", "py.warnings")  # py.warnings: warnings.warn (a torch.distributed UserWarning)
 
 
 @contextlib.contextmanager
@@ -43,9 +43,11 @@ def to_file(path: Path | None):
 
 
 def library_loggers_to(path: Path | None) -> None:
-    """Route the library loggers (vLLM's handler writes to stdout) to ``path`` for the rest of the run."""
+    """Route the library loggers (vLLM's handler writes to stdout) and Python warnings (libraries' UserWarnings:
+    HELIX's own messages are prints, never warnings) to ``path`` for the rest of the run."""
     if path is None:
         return
+    logging.captureWarnings(True)
     handler = logging.FileHandler(path)
     handler.setFormatter(logging.Formatter("%(levelname)s %(asctime)s [%(name)s] %(message)s"))
     for name in LIBRARY_LOGGERS:

@@ -32,7 +32,7 @@ from train.warm_start.config import WarmStartConfig, WarmStartInputs
 @dataclass
 class RunConfig:
     output_dir: str = "runs"
-    name: Optional[str] = None  # default: <config stem>-<timestamp>
+    name: Optional[str] = None  # default: <task>-<variant>-<timestamp> (train/loop/run_name.py)
     seed: int = 0
     export: bool = True  # write an HF model directory at the end
     # offline: wandb files under RUN_DIR/wandb (`wandb sync` them later); nothing leaves the machine
@@ -56,6 +56,9 @@ class RunConfig:
     # children generated (edited and evaluated); 0: no limit
     max_evaluations: Annotated[int, ">= 0 (0: no limit)"] = 0
     time_budget_s: Annotated[float, ">= 0 (0: no limit)"] = 0.0  # wall-clock seconds; 0: no limit
+    # epochs in a row with no applied edit or no GRPO reward spread before one warning with the likely
+    # cause and fix (train/loop/no_learning.py); 0: never warn
+    no_learning_epochs: Annotated[int, ">= 0 (0: never warn)"] = 2
 
 
 @dataclass

@@ -38,7 +38,9 @@ from train.loop.children import BackgroundEvaluation, Job
 from train.loop.config import ConfigError, HelixConfig, warm_start_inputs
 from train.loop.epoch_metrics import add_phase_times, epoch_metrics, operator_metrics
 from train.loop.evolution import Evolution
+from train.loop.no_learning import LearningWatch
 from train.loop.run_dir import RunDir, table_header, table_row
+from train.loop.run_name import default_run_name
 from train.warm_start.build import policy_source
 
 
@@ -120,7 +122,7 @@ class HelixRun:
             print(f"[helix] warm_start skipped: rollout.engine={cfg.rollout.engine} samples from its own model", flush=True)
         # model.policy, or its warm-started copy (built once, cached)
         self.policy = policy_source(warm_start_inputs(cfg)) if self.needs_weights else cfg.model.policy
-        cfg.run.name = broadcast(cfg.run.name or f"{config_stem}-{time.strftime('%Y%m%d-%H%M%S')}", info)
+        cfg.run.name = broadcast(cfg.run.name or default_run_name(cfg), info)
         self.library_log = None  # where library chatter goes (run.library_logs: file): the terminal stays readable
         if cfg.run.library_logs == "file":
             name = "library.log" if info.is_main else f"library-rank{info.rank}.log"
@@ -130,6 +132,7 @@ class HelixRun:
         self.pending_checkpoint = None  # a Future while an asynchronous checkpoint is being written
         self.start_epoch, evo_state = self._resume() if resume is not None else (0, None)
         self.main = self._build_main(config_stem, evo_state) if info.is_main else None
+        self.watch = LearningWatch(cfg, cfg.run.no_learning_epochs)  # one warning if the run cannot learn
         self._build_operators()
 
     def _resume(self) -> tuple[int, dict]:
@@ -204,6 +207,7 @@ class HelixRun:
     def train(self) -> Path | None:
         """Every epoch's steps, then the export. Returns the run directory (rank 0)."""
         if self.main:
+            self.main.run_dir.point_latest()  # checks passed, everything loaded: training starts now
             print(table_header(), flush=True)
         self.t_start = time.perf_counter()
         epochs = range(self.start_epoch + 1, self.cfg.trainer.epochs + 1)
@@ -360,7 +364,7 @@ class HelixRun:
         evo = self.main.evo
         completions = [c for group in epoch.outputs for c in group]
         extra = dict(embedded=evo.embedded_last, prompt_items_dropped=sum(len(d["dropped"]) for d in epoch.dropped),
-                     prompt_dropped=epoch.dropped, **operator_metrics(epoch.children, prior_best))
+                     prompt_dropped=epoch.dropped, **operator_metrics(epoch.children, prior_best, self.task.improves))
         metrics = epoch_metrics(epoch.number, epoch.children, [len(c.token_ids) for c in completions],
                                 [bool(c.truncated) for c in completions], evo.pool["reward"], epoch.diversity, epoch.chosen,
                                 best_reward, evo.archive.count(), epoch.train, extra=extra)
@@ -383,6 +387,9 @@ class HelixRun:
             self.main.run_dir.log_metrics(add_phase_times(epoch.metrics, epoch.times))
             self.main.run_dir.log_samples(epoch.samples)
             self._say(table_row(epoch.metrics))
+            warning = self.watch.update(epoch.metrics)
+            if warning:
+                self._say(warning)
             if epoch.stop and n < cfg.trainer.epochs:
                 self._say(f"[helix] budget reached after epoch {n} ({self.main.evo.archive.count() - 1} children); "
                           "stopping")

@@ -61,20 +61,23 @@ def epoch_metrics(epoch: int, children: list[Child], completion_lengths: list[in
     return m
 
 
-def operator_metrics(children: list[Child], prior_best: float | None) -> dict[str, float]:
+def operator_metrics(children: list[Child], prior_best: float | None, improves=None) -> dict[str, float]:
     """Per operator (rollout.operators) that made children this epoch: how many, the share that
     became programs, valid, mean and max reward, and the share that beat the best reward the
-    archive held before the epoch (``prior_best``). What tells a user whether an operator pays."""
+    archive held before the epoch (``prior_best``) by more than the task's tolerance (``improves``:
+    ``Task.improves``; a last-digit difference is no new best). What tells a user whether an operator pays."""
+    if improves is None:
+        def improves(reward: float, best: float | None) -> bool:
+            return best is None or reward > best
     out: dict[str, float] = {}
     for name in sorted({c.operator for c in children}):
         group = [c for c in children if c.operator == name]
         rewards = np.array([c.reward for c in group], np.float64)
-        bar = -np.inf if prior_best is None else prior_best
         out.update({f"op_{name}_children": len(group),
                     f"op_{name}_program_frac": float(np.mean([c.is_program for c in group])),
                     f"op_{name}_valid_frac": float(np.mean([c.valid for c in group])),
                     f"op_{name}_reward_mean": float(rewards.mean()), f"op_{name}_reward_max": float(rewards.max()),
-                    f"op_{name}_new_best_frac": float(np.mean([c.valid and c.reward > bar for c in group]))})
+                    f"op_{name}_new_best_frac": float(np.mean([c.valid and improves(c.reward, prior_best) for c in group]))})
     return out
 
 

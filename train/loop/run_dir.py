@@ -90,7 +90,7 @@ class RunDir:
         """``resume_epoch``: continue an existing run; its logs are cut back to that epoch.
         ``resume_logs``: the checkpoint's own copy of that epoch's rows ({"metrics": row,
         "samples": [rows]}), appended when the kill came before the run logged them."""
-        name = cfg.run.name or f"{config_stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+        name = cfg.run.name or f"{config_stem}-{time.strftime('%Y%m%d-%H%M%S')}"  # HelixRun names it first
         self.path = Path(cfg.run.output_dir) / name
         self.path.mkdir(parents=True, exist_ok=True)
         if resume_epoch is not None:
@@ -103,12 +103,6 @@ class RunDir:
                 for log, rows in (("metrics.jsonl", [resume_logs["metrics"]]), ("samples.jsonl", resume_logs["samples"])):
                     with open(self.path / log, "a") as fh:
                         fh.writelines(json_line(row) for row in rows)
-        latest = self.path.parent / "latest"
-        if latest.is_symlink() or not latest.exists():
-            tmp = self.path.parent / f".latest-{os.getpid()}"
-            tmp.unlink(missing_ok=True)
-            tmp.symlink_to(self.path.name)
-            os.replace(tmp, latest)
         self.archive_path = self.path / "archive.sqlite"
         self.export_path = self.path / "export"
         dump_config(cfg, self.path / "config.yaml")
@@ -117,6 +111,16 @@ class RunDir:
             import wandb
 
             self._wandb = wandb.init(project="helix", name=name, dir=str(self.path), mode=cfg.run.wandb, config=to_dict(cfg))
+
+    def point_latest(self) -> None:
+        """``runs/latest`` -> this run; called once the run passed its checks and starts training, so a run
+        that failed at start-up never takes the pointer (a real directory named latest is left alone)."""
+        latest = self.path.parent / "latest"
+        if latest.is_symlink() or not latest.exists():
+            tmp = self.path.parent / f".latest-{os.getpid()}"
+            tmp.unlink(missing_ok=True)
+            tmp.symlink_to(self.path.name)
+            os.replace(tmp, latest)
 
     def log_metrics(self, metrics: dict) -> None:
         with open(self.path / "metrics.jsonl", "a") as fh:

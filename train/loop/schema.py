@@ -56,7 +56,7 @@ def bounds(cls: type) -> dict[str, list[str]]:
 
 
 def nearest(name: str, options: list[str]) -> str:
-    close = difflib.get_close_matches(name, options, n=1, cutoff=0.0)
+    close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)  # no close match: no unrelated suggestion
     return f" Did you mean '{close[0]}'?" if close else ""
 
 

@@ -177,7 +177,8 @@ def _operators_section(sections: Sections, metrics: list[dict]) -> None:
     cells = [[str(r["epoch"]), r["operator"], str(r["children"]), f"{r['program_frac']:.0%}", f"{r['valid_frac']:.0%}",
               f"{r['reward_mean']:.6g}", f"{r['reward_max']:.6g}", f"{r['new_best_frac']:.0%}"] for r in table]
     sections.append(Section("Operators", table=[head] + cells, notes=[
-        "per epoch, then over the run ('all'); new best: valid children that beat the best reward held before their epoch"]))
+        "per epoch, then over the run ('all'); new best: valid children that beat the best reward held before "
+        "their epoch by more than the task's improvement_tolerance (task.yaml, default 1e-9 relative)"]))
 
 
 def _phases_section(sections: Sections, metrics: list[dict]) -> None:

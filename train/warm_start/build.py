@@ -292,7 +292,8 @@ def train(model, examples: list[Example], ws: WarmStartConfig, pad_id: int, prog
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(steps, desc="warm start", leave=False)
+        bar = tqdm(steps, desc="warm start", leave=False, unit="step",  # elapsed<remaining: the ETA
+                   bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
     autocast = torch.autocast("cpu", dtype=torch.bfloat16) if autocast_dtype(ws.dtype) == "bfloat16" else contextlib.nullcontext()
     for group in bar:
         with autocast:
@@ -315,7 +316,10 @@ def build(inputs: WarmStartInputs, out: Path, progress: bool = True) -> Path:
     from train.learner.models import TINY_RANDOM, load_policy, resolve_policy_path
 
     start = time.perf_counter()
-    print(f"[helix] warm start: building {out} (once; 3-7 minutes on 2 cores)", flush=True)
+    from train.warm_start.eta import announce
+
+    print(f"[helix] warm start: building {out} "
+          f"({announce(inputs.recipe, list(inputs.tasks), autocast_dtype(inputs.recipe.dtype))})", flush=True)
     torch.manual_seed(inputs.recipe.seed)
     if inputs.base != TINY_RANDOM:
         resolve_policy_path(inputs.base, inputs.cache_dir)  # a first GGUF conversion says so here

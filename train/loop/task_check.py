@@ -1,0 +1,173 @@
+"""The task check: is a task folder usable, before anything heavy loads? (In train/: it runs the sandbox,
+which tasks/ may not import.)
+
+    helix check-task NAME [--verbose]        (also: python train/helix.py check-task NAME)
+
+It runs at the start of every HELIX run too (train/helix.py), before the model, vLLM, wandb or a
+run directory, so a broken folder costs seconds and one line instead of a traceback after the
+model has loaded (or, worse, a run that trains on rewards that are all zero). In order:
+
+1. ``task.yaml`` against its schema, the files, the starter's entry function (``load_task``);
+2. ``verifier.py`` imports (a syntax error or a failing import names its file and line);
+3. the starter runs once in the sandbox and its own verifier scores it valid, with a reward above
+   0 and not above ``best_known`` (reaching it only with ``starter_reaches_best_known``).
+
+Every failure is one line naming the file and the problem (exit code 2); where the verifier raised,
+the line names the verifier's own file and line, and ``--verbose`` adds the traceback. Nothing is
+cached: the check is one sandbox run, and a cached answer could be stale after an edit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from tasks.base import TASKS_DIR, Task, invalid, load_task
+
+
+class TaskCheckError(Exception):
+    """One line (``str``): the file and the problem. ``detail``: the traceback, shown with --verbose."""
+
+    def __init__(self, line: str, detail: str = ""):
+        super().__init__(line)
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    task: Task
+    reward: float
+    seconds: float
+
+    def line(self) -> str:
+        t = self.task
+        return (f"task {t.name}: ok (task.yaml, verifier, {t.entry_function}(); the starter scores {self.reward:.6g}, "
+                f"valid, best_known {t.best_known:.6g}; {self.seconds:.1f} s)")
+
+
+def _shown(path: str | Path) -> str:
+    """A path as the user would type it: relative to the working directory when inside it."""
+    path = os.path.abspath(path)
+    rel = os.path.relpath(path)
+    return rel if not rel.startswith("..") else path
+
+
+def _task_frame(tb) -> traceback.FrameSummary | None:
+    """The innermost frame in a task's own code (its folder or tasks/families), not tasks/base.py's or this file's."""
+    frames = [f for f in traceback.extract_tb(tb)
+              if Path(f.filename).is_relative_to(TASKS_DIR) and Path(f.filename).parent != TASKS_DIR]
+    return frames[-1] if frames else None
+
+
+def _raised(exc: BaseException, doing: str, fallback: Path) -> TaskCheckError:
+    """One line for an exception from a task's code, at its innermost frame in the task's code."""
+    detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return TaskCheckError(f"{_shown(exc.filename)}:{exc.lineno}: syntax error while {doing}: {exc.msg}", detail)
+    frame = _task_frame(exc.__traceback__)
+    where = f"{_shown(frame.filename)}:{frame.lineno}" if frame else _shown(fallback)
+    message = str(exc).splitlines()[0] if str(exc) else ""
+    return TaskCheckError(f"{where}: {doing} raised {type(exc).__name__}" + (f": {message}" if message else ""), detail)
+
+
+def _load(name: str) -> Task:
+    try:
+        return load_task(name)
+    except ValueError as exc:  # load_task's own messages already name the file and the problem
+        if exc.__traceback__ and _task_frame(exc.__traceback__):  # ...unless the verifier's import raised it
+            raise _raised(exc, "importing the verifier", TASKS_DIR / name / "verifier.py") from None
+        raise TaskCheckError(str(exc).replace(str(TASKS_DIR) + os.sep, _shown(TASKS_DIR) + os.sep)) from None
+    except Exception as exc:  # the verifier module raised on import (SyntaxError, ImportError, NameError, ...)
+        raise _raised(exc, "importing the verifier", TASKS_DIR / name / "verifier.py") from None
+
+
+def _last_line(text: str) -> str:
+    """The line of a sandbox failure that says what went wrong (an error's last traceback line)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return "(no feedback)"
+    for line in reversed(lines):
+        if ":" in line and line.split(":")[0].replace(".", "").isidentifier() and line[0].isupper():
+            return line  # e.g. "NameError: name 'x' is not defined"
+    return lines[0]
+
+
+def check_task(name: str, timeout_s: float | None = None, memory_mb: int | None = None) -> CheckResult:
+    """Raise TaskCheckError (one line) for the first problem, or return the starter's score.
+    ``timeout_s`` / ``memory_mb``: the run's limits (task.timeout_s, task.memory_mb), else the task's."""
+    from rewards import Evaluator
+
+    start = time.perf_counter()
+    task = _load(name)
+    folder, starter = task.folder, _shown(task.folder / "initial_program.py")
+    raised: list[BaseException] = []
+    inner = task._verify
+
+    def verify(returned):  # keep what Task.verify would turn into feedback (and log): the check shows file and line
+        try:
+            return inner(returned)
+        except Exception as exc:
+            raised.append(exc)
+            return invalid("the verifier raised")  # replaced by the one line below
+
+    checked = dataclasses.replace(task, _verify=verify)
+    evaluator = Evaluator(checked, workers=1, timeout_s=timeout_s, memory_mb=memory_mb)
+    try:
+        result = evaluator.evaluate(task.initial_program)
+    except Exception as exc:  # Task.verify raises for a verifier bug (e.g. not returning a Verdict)
+        raise _raised(exc, "verify()", folder / "verifier.py") from None
+    finally:
+        evaluator.close()
+    if raised:
+        raise _raised(raised[0], "verify() on the starter's result", folder / "verifier.py")
+    if result.status not in ("ok", "invalid"):
+        limit = f" (limit {evaluator.timeout_s:g} s)" if result.status == "timeout" else ""
+        raise TaskCheckError(f"{starter}: the starter does not run in the sandbox: {result.status}{limit}: "
+                             f"{_last_line(result.feedback)}", result.feedback)
+    if not result.valid:
+        raise TaskCheckError(f"{starter}: the starter fails its own verifier: {_last_line(result.feedback)}", result.feedback)
+    reward, best = result.reward, task.best_known
+    if reward <= 0:
+        raise TaskCheckError(f"{starter}: the starter scores {reward:.6g}: a starter must score above 0 (with every "
+                             "reward 0, GRPO and selection have nothing to tell apart)", result.feedback)
+    yaml_path = _shown(folder / "task.yaml")
+    if task.improves(reward, best):
+        raise TaskCheckError(f"{yaml_path}: the starter scores {reward:.10g}, above best_known {best:.10g}: best_known "
+                             "is wrong or its unit differs from the reward's", result.feedback)
+    reaches = not reward < best - task.improvement_tolerance * abs(best)
+    if reaches and not task.starter_reaches_best_known:
+        raise TaskCheckError(f"{yaml_path}: the starter already scores best_known ({best:.10g}); if that is intended, "
+                             "say why in starter_reaches_best_known", result.feedback)
+    if task.starter_reaches_best_known and not reaches:
+        raise TaskCheckError(f"{yaml_path}: starter_reaches_best_known is set, but the starter scores {reward:.10g}, "
+                             f"below best_known {best:.10g}", result.feedback)
+    return CheckResult(task, reward, time.perf_counter() - start)
+
+
+def main(argv: list[str] | None = None, prog: str = "helix check-task") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description="Check a task folder (tasks/NAME/) in seconds: task.yaml, "
+                                     "the verifier, the entry function, and the starter scored by its verifier in the sandbox.")
+    parser.add_argument("name", help="the task's folder name under tasks/")
+    parser.add_argument("--verbose", action="store_true", help="on a failure, show the traceback or the sandbox's feedback")
+    args = parser.parse_args(argv)
+    try:
+        result = check_task(args.name)
+    except TaskCheckError as err:
+        what = "the traceback" if "Traceback" in err.detail else "the sandbox's feedback"
+        hint = f" (--verbose shows {what})" if err.detail and not args.verbose else ""
+        if args.verbose and err.detail:
+            print(err.detail.rstrip(), file=sys.stderr)
+        print(f"helix: task check failed: {err}{hint}", file=sys.stderr)
+        return 2
+    print(result.line())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
