@@ -97,19 +97,21 @@ def _stop_message(cfg: HelixConfig, event: str, detail: str = "") -> str:
         "; nothing to resume: start it again"
 
 
-def main(argv: list[str] | None = None) -> int:
-    command_line = argv is None  # the process ends after main(): output after a Ctrl-C stays in library.log
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["export"]:  # helix export RUN_DIR OUT_DIR
-        return export_main(argv[1:])
-    if argv[:1] == ["ui"]:  # helix ui PATH: the read-only run browser
+SUBCOMMANDS = ("export", "ui", "new-task", "check-task")  # helix SUBCOMMAND ...: each its own command line
+
+
+def _subcommand(name: str, args: list[str]) -> int:
+    """helix export / ui / new-task / check-task: each its own small command line."""
+    if name == "export":  # a run's policy as a Hugging Face model directory
+        return export_main(args)
+    if name == "ui":  # the read-only run browser
         from train.runs.ui.server import main as ui_main
 
-        return ui_main(argv[1:])
-    if argv[:1] == ["new-task"]:  # helix new-task NAME
-        return new_task_main(argv[1:])
-    if argv[:1] == ["check-task"]:  # helix check-task NAME [--verbose]
-        return check_task_main(argv[1:])
+        return ui_main(args)
+    return (new_task_main if name == "new-task" else check_task_main)(args)
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="helix", description="HELIX: GRPO + NSGA-II evolutionary program search. "
         "Also: 'helix export RUN_DIR OUT_DIR' writes a run's policy as a Hugging Face model directory; "
@@ -119,21 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its newest complete checkpoint, "
                         "with the run's own config.yaml (overrides still apply, e.g. trainer.epochs=120)")
     parser.add_argument("overrides", nargs="*", help="dotted overrides, e.g. trainer.lr=2e-6 selection.strategy=top_score")
-    args = parser.parse_args(argv)
-    if bool(args.config) == bool(args.resume):
-        parser.error("give exactly one of --config (a new run) or --resume RUN_DIR")
-    try:
-        cfg, stem, resume = _load(args)
-    except ConfigError as err:
-        print(f"helix: config error: {err}", file=sys.stderr)
-        return 2
-    try:  # before the model, vLLM, wandb or a run directory: a broken task folder is one line
-        checked = check_task(cfg.task.name, cfg.task.timeout_s, cfg.task.memory_mb)
-    except TaskCheckError as err:
-        print(f"helix: task check failed: {err} (details: helix check-task {cfg.task.name} --verbose)", file=sys.stderr)
-        return 2
-    if os.environ.get("RANK", "0") == "0":
-        print(f"[helix] {checked.line()}", flush=True)
+    return parser
+
+
+def _train(cfg: HelixConfig, stem: str, resume: Path | None, command_line: bool) -> int:
+    """The run itself, every way it can end as one line and an exit code (0, 1, 2 or 130)."""
     info = init_distributed(single_process_group=needs_process_group(cfg.trainer.strategy, cfg.trainer.enabled))
     guard = InterruptGuard(lambda: Path(cfg.run.output_dir) / cfg.run.name / "library.log" if cfg.run.name else None)
     try:
@@ -152,10 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ModelNotFoundError, FileNotFoundError) as err:  # a model that is not on this machine
         print(f"helix: error: {err}", file=sys.stderr)
         return 2
-    except EndpointError as err:  # rollout.engine=openai: no server, a wrong model name, or it failed for good
-        print(f"helix: error: {err}", file=sys.stderr)
-        return 1
-    except RayUnreachable as err:  # task.eval_backend=ray: no cluster at task.ray_address
+    except (EndpointError, RayUnreachable) as err:  # rollout.engine=openai without its server; no Ray cluster there
         print(f"helix: error: {err}", file=sys.stderr)
         return 1
     except ClusterLost as err:  # task.eval_backend=ray: the cluster went away mid-run (archive, run dir closed)
@@ -170,6 +159,29 @@ def main(argv: list[str] | None = None) -> int:
         shutdown(info)
     return 0
 
+
+def main(argv: list[str] | None = None) -> int:
+    command_line = argv is None  # the process ends after main(): output after a Ctrl-C stays in library.log
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] and argv[0] in SUBCOMMANDS:
+        return _subcommand(argv[0], argv[1:])
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if bool(args.config) == bool(args.resume):
+        parser.error("give exactly one of --config (a new run) or --resume RUN_DIR")
+    try:
+        cfg, stem, resume = _load(args)
+    except ConfigError as err:
+        print(f"helix: config error: {err}", file=sys.stderr)
+        return 2
+    try:  # before the model, vLLM, wandb or a run directory: a broken task folder is one line
+        checked = check_task(cfg.task.name, cfg.task.timeout_s, cfg.task.memory_mb)
+    except TaskCheckError as err:
+        print(f"helix: task check failed: {err} (details: helix check-task {cfg.task.name} --verbose)", file=sys.stderr)
+        return 2
+    if os.environ.get("RANK", "0") == "0":
+        print(f"[helix] {checked.line()}", flush=True)
+    return _train(cfg, stem, resume, command_line)
 
 if __name__ == "__main__":
     sys.exit(main())
