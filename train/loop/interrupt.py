@@ -1,7 +1,7 @@
 """Ctrl-C as one line: ``interrupted in epoch N; last complete checkpoint: epoch M (...); resume with: ...``.
 
 The first SIGINT becomes a KeyboardInterrupt as usual, so the loop still finishes the checkpoint in
-flight and closes the archive (train.epoch_loop.HelixRun.train); from that moment the process's
+flight and closes the archive (train.loop.epoch_loop.HelixRun.train); from that moment the process's
 stdout and stderr (file descriptors 1 and 2: Python's tracebacks, vLLM's and its threads', the
 teardown's) go to the run's library.log, and only the stop line reaches the terminal. The handler
 then puts SIGINT back to the system default, so a second Ctrl-C ends the process at once (the
