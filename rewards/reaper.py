@@ -90,7 +90,7 @@ def reap(root: str | None = None, groups: tuple[str, ...] | None = None, job: st
         if found is None:
             continue
         pid, start = int(found["pid"]), int(found["start"])
-        alive = start_ticks(pid) == start
+        alive = start_ticks(pid) == start and not _exited(pid)  # a zombie left its folder for good
         if pid == os.getpid() and alive:
             continue  # this process's own folder: it may be running a sandbox
         if alive and found["job"] == job:
@@ -125,9 +125,22 @@ def sweep(job: str, root: str | None = None) -> dict[str, int]:
     return found
 
 
+def _exited(pid: int) -> bool:
+    """``pid`` has ended but its parent has not collected it yet (a zombie): a killed Ray worker stays
+    so until its raylet waits for it, and what it left is already an orphan."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
+
+
 def _owner_gone(pid: int, path: str) -> bool:
-    """The group's maker is dead: ``pid`` does not exist, or it started after the group was made
-    (a reused pid). One second of slack: a process that started within it counts as the owner."""
+    """The group's maker is dead: ``pid`` does not exist or has exited (a zombie), or it started after
+    the group was made (a reused pid). One second of slack: a process that started within it counts
+    as the owner."""
+    if _exited(pid):
+        return True
     started = _started_at(pid)
     if started is None:
         return not os.path.exists(f"/proc/{pid}")

@@ -205,6 +205,21 @@ def test_a_killed_worker_is_run_again_and_what_it_left_is_reaped(cluster, runner
     assert cluster.leftovers() == NOTHING
 
 
+def _wait_until_exited(pid: int, limit_s: float = 10.0) -> None:
+    """SIGKILL is delivered asynchronously: wait until ``pid`` is gone or a zombie (what the reaper
+    counts as dead) before the next program looks for what it left."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            return
+        if state in (b"Z", b"X"):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"pid {pid} still runs {limit_s} s after SIGKILL")
+
+
 def test_a_hung_worker_is_cancelled_and_its_program_run_again(cluster, runners, monkeypatch):
     """A worker that stops answering mid-program (SIGSTOP: a hung node): no result within the limit
     plus the margin of its start, so the attempt is cancelled (force) and run again elsewhere."""
@@ -225,6 +240,7 @@ def test_a_hung_worker_is_cancelled_and_its_program_run_again(cluster, runners, 
     finally:
         stopper.join()
         os.kill(stopped[0], signal.SIGKILL)  # a hung worker dies eventually; Ray's cancel cannot reach it
+        _wait_until_exited(stopped[0])
     assert [(r.status, r.reward) for r in results] == [("ok", 0.5), ("ok", 1.5)]
     assert runner.cancelled >= 1 and time.monotonic() - start < 60
     results = Evaluator(task, timeout_s=6.0, runner=runner).evaluate_many([task.code(7)])  # the next program

@@ -76,6 +76,30 @@ def test_a_group_is_its_owners_until_the_pid_names_a_process_that_started_after_
         later.wait()
 
 
+def test_an_owner_that_has_exited_but_is_not_collected_yet_is_gone(tmp_path):
+    """A killed Ray worker stays a zombie until its raylet waits for it (CI: the next program ran in
+    that window and kept the worker's folders); what it left is an orphan already."""
+    made = tmp_path / "group"
+    made.mkdir()
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        time.sleep(0.2)
+        assert not reaper._owner_gone(child.pid, str(made))  # alive (started within the slack of the group)
+        folder = tmp_path / f"helix-ray-worker-0a-{child.pid}-{reaper.start_ticks(child.pid)}"
+        folder.mkdir()
+        assert reaper.reap(str(tmp_path), groups=()) == {"folders": 0, "cgroups": 0}  # its owner runs
+        child.kill()
+        deadline = time.monotonic() + 5
+        while Path(f"/proc/{child.pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] != b"Z":
+            assert time.monotonic() < deadline, "the killed child never became a zombie"
+            time.sleep(0.02)
+        assert reaper._owner_gone(child.pid, str(made))  # not waited for yet: a zombie
+        assert reaper.reap(str(tmp_path), groups=()) == {"folders": 1, "cgroups": 0} and not folder.exists()
+    finally:
+        child.kill()
+        child.wait()
+
+
 def _cgroups_writable() -> bool:
     group = cgroup.create(4)
     if group is not None:
