@@ -17,3 +17,16 @@ def copy_task(task, family: str, tmp_path: Path, monkeypatch) -> Path:
     spec.write_text(spec.read_text().replace(f"name: {task.name}", "name: copy"))
     monkeypatch.setattr(tasks.base, "TASKS_DIR", tmp_path)
     return tmp_path / "copy"
+
+
+def load_error(folder: Path, edit) -> str:
+    """The one-line error load_task gives for the copy at ``folder`` once ``edit`` rewrote its task.yaml."""
+    import pytest
+
+    from tasks import load_task
+
+    spec = folder / "task.yaml"
+    spec.write_text(edit(spec.read_text()))
+    with pytest.raises(ValueError) as info:
+        load_task(folder.name)
+    return str(info.value)
