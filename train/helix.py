@@ -2,8 +2,8 @@
 
     python train/helix.py --config configs/quickstart.yaml [section.key=value ...]
     torchrun --nproc_per_node 2 train/helix.py --config configs/quickstart.yaml
-    python train/helix.py --resume runs/quickstart-20261122-101500 [trainer.epochs=8]
-    python train/helix.py export runs/quickstart-20261122-101500 my-model/
+    python train/helix.py --resume runs/circle_packing_26-helix-20261122-101500 [trainer.epochs=8]
+    python train/helix.py export runs/circle_packing_26-helix-20261122-101500 my-model/
     python train/helix.py ui runs/                  # the run browser (train/runs/ui)
     python train/helix.py new-task my_task        # tasks/my_task/ from a template (tasks/scaffold.py)
     python train/helix.py check-task my_task      # the task check every run starts with (train/loop/task_check.py)
