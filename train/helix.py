@@ -87,12 +87,14 @@ def _load(args: argparse.Namespace) -> tuple[HelixConfig, str, Path | None]:
     return cfg, run_path.name, resume
 
 
-def _stop_message(cfg: HelixConfig, event: str, detail: str = "") -> str:
+def _stop_message(cfg: HelixConfig, event: str, detail: str = "", before_run: str | None = None) -> str:
     """The stop line (train.loop.checkpoint.stop_line) for a lost Ray cluster or a Ctrl-C; before the run
-    directory exists, only what happened."""
+    directory exists, ``before_run`` or only what happened."""
     run_path = Path(cfg.run.output_dir) / (cfg.run.name or "")
     if cfg.run.name and (run_path / "config.yaml").is_file():
         return stop_line(run_path, event, detail)
+    if before_run is not None:
+        return before_run
     return f"{event} before the run began (no run directory yet)" + (f" ({detail})" if detail else "") + \
         "; nothing to resume: start it again"
 
@@ -148,9 +150,7 @@ def _train(cfg: HelixConfig, stem: str, resume: Path | None, command_line: bool)
         print(f"helix: error: {err}", file=sys.stderr)
         return 1
     except ClusterLost as err:  # task.eval_backend=ray: the cluster went away mid-run (archive, run dir closed)
-        run_path = Path(cfg.run.output_dir) / (cfg.run.name or "")
-        began = bool(cfg.run.name) and (run_path / "config.yaml").is_file()
-        print(f"helix: error: {_stop_message(cfg, err.event, err.detail) if began else err}", file=sys.stderr)
+        print(f"helix: error: {_stop_message(cfg, err.event, err.detail, before_run=str(err))}", file=sys.stderr)
         return 1
     finally:
         # What the run left in reference cycles (a DDP/FSDP/DeepSpeed model with hooks on the group)
