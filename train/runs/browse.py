@@ -8,7 +8,6 @@ capped tree) so a page of a 10^5-solution run stays cheap. Everything is read th
 from __future__ import annotations
 
 import difflib
-import json
 import math
 import re
 import time
@@ -233,12 +232,8 @@ def _ancestors_shown(run: rd.RunData, arch: ReadOnlyArchive, sol, epoch: int, pr
         return out
     recorded = run.path / "prompts" / f"epoch-{epoch}.jsonl"
     if recorded.is_file() and prompt is not None:
-        for line in recorded.read_text(encoding="utf-8").splitlines():
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(r, dict) and r.get("epoch") == epoch and r.get("prompt") == prompt:
+        for r in rd.read_metrics(recorded)[0]:  # the same per-epoch JSONL rows as metrics.jsonl (torn lines skipped)
+            if r["epoch"] == epoch and r.get("prompt") == prompt:
                 by_id = {s["id"]: s for s in arch.summaries_of(list(r.get("ancestors", [])) + list(r.get("others", [])))}
                 out.update(text=r.get("text"), dropped=r.get("dropped"), source="recorded",
                            ancestors=[_brief(by_id[i]) for i in r.get("ancestors", []) if i in by_id],
