@@ -110,6 +110,11 @@ def test_a_variant_that_sets_one_nested_key_names_that_key(tmp_path, monkeypatch
 
     cfg = load_config(ablate.CONFIGS / "quickstart.yaml", ablate.variant_overrides("bigger_kv"))
     assert (cfg.rollout.vllm.kv_cache_gb, cfg.rollout.vllm.dtype, cfg.evolution.operators) == (8.0, "auto", {"rewrite": 1})
+    from train.loop.run_name import variant_of
+
+    assert variant_of(cfg) == "bigger_kv"  # a run of that variant is named after it, nested key and all
+    assert variant_of(load_config(ablate.CONFIGS / "quickstart.yaml", ["rollout.engine=vllm", "evolution.operators={rewrite: 1}"])) \
+        == "helix"  # without the nested setting it is not that variant
 
 
 @pytest.mark.slow

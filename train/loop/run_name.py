@@ -16,8 +16,9 @@ from train.loop.config import HelixConfig, to_dict
 
 
 def _holds(config: dict, dotted: str, value) -> bool:
-    section, key = dotted.split(".", 1)
-    have = config.get(section, {}).get(key, object())
+    have = config
+    for part in dotted.split("."):  # as deep as the setting's name goes (rollout.vllm.tp)
+        have = have.get(part, object()) if isinstance(have, dict) else object()
     if isinstance(value, dict) and isinstance(have, dict):
         return {k: float(v) for k, v in value.items()} == {k: float(v) for k, v in have.items()}
     return have == value
