@@ -259,7 +259,9 @@ def _loss(model, batch_examples: list[Example], pad_id: int) -> torch.Tensor:
     k, p = len(batch_examples), len(prompt) - 1  # the cache holds all but the last prompt token
     width = max(len(e.answer_ids) for e in batch_examples)
     with torch.no_grad():
-        cache = model(input_ids=torch.tensor([prompt[:-1]]), use_cache=True).past_key_values
+        # Only the cache is used: logits for the last position alone, not the prompt's ~1,300 x 49k
+        # (a quarter of a GB and 7% of the step's FLOPs on SmolLM2, for nothing).
+        cache = model(input_ids=torch.tensor([prompt[:-1]]), use_cache=True, logits_to_keep=1).past_key_values
     cache.batch_repeat_interleave(k)
     # Each row: the last prompt token (it predicts answer token 0), then the answer, right-padded.
     ids = torch.full((k, width + 1), pad_id, dtype=torch.long)
