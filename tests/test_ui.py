@@ -126,17 +126,19 @@ def test_solution_diffs_prompt_and_grpo_group(folder):
     assert s["prompt"]["dropped"] == [] and [a["id"] for a in s["prompt"]["ancestors"]] == [ids["root"]]
     d = browse.solution(root / "uirun", ids["d"])
     assert d["prompt"]["dropped"] == ["oldest ancestor"]
-    g = browse.solution_group(root / "uirun", ids["d"])
+    g = d["group"]
     group = {m["id"]: m for m in g["members"]}
-    assert list(group) == [ids["d"], ids["e"], ids["lost"]] and g["prompt"] == "e2-p0"
-    # GRPO by hand over the scored rewards [1.9, 0.0]: (r - mean) / (sample std + 1e-6); the lost one has none
+    assert list(group) == [ids["d"], ids["e"], ids["lost"]] and g["prompt"] == "e2-p0" and g["recorded"] is True
+    # as recorded (tests/ui_runs.py): GRPO over the scored rewards [1.9, 0.0], (r - mean) / (sample std + 1e-6)
     std = np.std([1.9, 0.0], ddof=1)
     assert group[ids["d"]]["advantage"] == pytest.approx(0.95 / (std + 1e-6), abs=1e-6)
     assert group[ids["e"]]["advantage"] == pytest.approx(-0.95 / (std + 1e-6), abs=1e-6)
     assert group[ids["lost"]]["advantage"] is None and group[ids["lost"]]["scored"] is False
-    assert browse.solution_group(root / "uirun", ids["root"])["members"] == []
+    assert g["estimator"] == {"name": "grpo", "norm_by_std": True} and g["note"] is None
+    assert browse.solution(root / "uirun", ids["root"])["group"]["members"] == []
+    assert d["picture"] == {"available": True, "note": None}
     h = browse.solution(root / "uirun", ids["hostile"])
-    assert h["code"] == HOSTILE and h["renderable"] is False  # invalid: nothing to draw
+    assert h["code"] == HOSTILE and h["picture"]["available"] is False  # invalid: nothing to draw
 
 
 def test_prompt_ancestors_less_what_the_budget_dropped(folder):
@@ -186,16 +188,19 @@ def test_compare_two_runs_tables(folder):
 
 
 # ---- the server ------------------------------------------------------------------------------
+BASE = "http://127.0.0.1:8765"  # the default HostCheck: the loopback names on the default port
+
+
 @pytest.fixture()
 def client(folder):
-    return TestClient(create_app(folder[0]))
+    return TestClient(create_app(folder[0]), base_url=BASE)
 
 
 def test_no_endpoint_writes(client, folder):
     root, _ = folder
     before = (root / "uirun" / "archive.sqlite").read_bytes()
     for method in ("POST", "PUT", "DELETE", "PATCH"):
-        for path in ("/api/runs", "/api/solution?run=uirun&id=1", "/", "/static/app.js", "/api/nothing"):
+        for path in ("/api/runs", "/api/solution?run=uirun&id=1", "/", "/static/js/main.js", "/api/nothing"):
             r = client.request(method, path)
             assert r.status_code == 405, (method, path)
             assert "read-only" in r.json()["error"]
@@ -217,7 +222,7 @@ def test_pages_and_api(client, folder):
     _, ids = folder
     for view in ("/", "/run?run=uirun", "/lineage?run=uirun", "/solution?run=uirun&id=1", "/population?run=uirun", "/compare"):
         r = client.get(view)
-        assert r.status_code == 200 and "/static/app.js" in r.text
+        assert r.status_code == 200 and "/static/js/main.js" in r.text
         assert "script-src 'self'" in r.headers["content-security-policy"]  # an injected inline script cannot run
     runs = client.get("/api/runs").json()["runs"]
     assert [r["run"] for r in runs] == ["uirun"]
