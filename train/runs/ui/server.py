@@ -186,6 +186,7 @@ def _bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        sock.listen(128)  # connections made as soon as the URL is printed wait for uvicorn instead of being refused
     except OSError:
         sock.close()
         raise
