@@ -334,3 +334,15 @@ def test_old_archive_without_diversity_column(tmp_path):
     r = math.sqrt(0.5)
     np.testing.assert_allclose(pops[1].diversity, [1 - r / 2, 1 - r / 2, 1 - r], atol=1e-6)
     assert pops[1].ids == [ids["root"], ids["a"], ids["b2"]]
+
+
+def test_an_artefact_is_kept_as_json_up_to_the_limit():
+    """What the evaluator keeps for drawing (rewards.evaluator.artefact_json): compact JSON up to ARTEFACT_LIMIT
+    bytes; a larger artefact, or one that is not JSON, is not kept (the page and report say so)."""
+    from rewards.evaluator import ARTEFACT_LIMIT, artefact_json
+
+    value = {"centers": [[0.25, 0.5]], "radii": [0.125]}
+    assert json.loads(artefact_json(value)) == value and artefact_json(value) == '{"centers":[[0.25,0.5]],"radii":[0.125]}'
+    big = {"radii": [0.1] * (ARTEFACT_LIMIT // 4)}  # "0.1," is 4 bytes: just over the limit
+    assert len(json.dumps(big, separators=(",", ":"))) > ARTEFACT_LIMIT and artefact_json(big) is None
+    assert artefact_json({"radii": [0.1] * 100}, limit=300) is None and artefact_json({1, 2}) is None
