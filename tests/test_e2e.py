@@ -231,6 +231,16 @@ def test_torchrun_two_ranks(tmp_path, strategy):
     rows = metrics(tmp_path / "dist")
     assert [r["epoch"] for r in rows] == [1, 2]
     assert all(r["gen_tokens"] > 0 for r in rows)
+    from population.archive import ReadOnlyArchive
+
+    with ReadOnlyArchive(tmp_path / "dist" / "archive.sqlite") as arch:  # both ranks' advantages, archived by rank 0
+        kids = [arch.get(i) for i in arch.all_ids()[1:]]
+    assert len(kids) == 2 * 2 * 2 and all(k.advantage_inputs is not None and k.advantage_inputs["tokens"] > 0 for k in kids)
+    for prompt in {k.prompt_id.rsplit("-g", 1)[0] for k in kids}:
+        group = [k for k in kids if k.prompt_id.startswith(prompt + "-g")]
+        r = [k.reward for k in group]
+        want = [0.0, 0.0] if r[0] == r[1] else [(x - sum(r) / 2) / (abs(r[0] - r[1]) / 2**0.5 + 1e-6) for x in r]
+        assert [k.advantage for k in group] == pytest.approx(want, abs=1e-6)
     # The end-of-run export holds the whole trained weights, not one rank's shard (ZeRO-3 and FSDP2
     # partition them): it equals the last checkpoint exported offline, and differs from the start.
     from safetensors.torch import load_file
