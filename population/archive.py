@@ -37,17 +37,22 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 # Columns added since the first archives, in order: (name, declaration). Archives written before
 # them get them on open (``_migrate``), in solutions and discarded_solutions alike, so both keep
 # one column order (``rewind`` copies rows with SELECT *).
-_ADDED = (("second_parent_id", "INTEGER REFERENCES solutions(id)"), ("operator", "TEXT NOT NULL DEFAULT 'edit'"))
+# advantage: what the GRPO update applied to the child's response tokens; advantage_inputs: what the
+# estimator saw (JSON); artefact: what a valid child's program returned, for tasks with a render.py (JSON,
+# bounded: rewards.evaluator.ARTEFACT_LIMIT). The run browser and the report read these, never re-run anything.
+_ADDED = (("second_parent_id", "INTEGER REFERENCES solutions(id)"), ("operator", "TEXT NOT NULL DEFAULT 'edit'"),
+          ("advantage", "REAL"), ("advantage_inputs", "TEXT"), ("artefact", "TEXT"))
 _INDEXES = """
 CREATE INDEX IF NOT EXISTS solutions_parent ON solutions(parent_id);
 CREATE INDEX IF NOT EXISTS solutions_second_parent ON solutions(second_parent_id);
 """
 _FIELDS = ("id", "parent_id", "epoch", "code", "reward", "valid", "feedback", "metrics", "eval_time_s", "prompt_id", "completion",
-           "second_parent_id", "operator")
-_LEGACY = {"second_parent_id": "NULL", "operator": "'edit'"}  # what an archive without the column means
+           "second_parent_id", "operator", "advantage", "advantage_inputs")
+# What an archive without the column means (advantage, advantage_inputs: not recorded).
+_LEGACY = {"second_parent_id": "NULL", "operator": "'edit'", "advantage": "NULL", "advantage_inputs": "NULL"}
 _REQUIRED = ("parent_id", "epoch", "code", "reward", "valid", "feedback")
 _OPTIONAL = {"metrics": {}, "eval_time_s": 0.0, "prompt_id": None, "completion": None, "second_parent_id": None,
-             "operator": "edit"}
+             "operator": "edit", "advantage": None, "advantage_inputs": None, "artefact": None}
 _IN_CHUNK = 500  # ids per "IN (...)" query, well under SQLite's bound-variable limit
 
 
@@ -66,6 +71,8 @@ class Solution:
     completion: str | None
     second_parent_id: int | None = None  # crossover children: the other parent
     operator: str = "edit"  # how it was made (rollout.operators)
+    advantage: float | None = None  # what the GRPO update applied to its tokens; None: not recorded or not trained
+    advantage_inputs: dict | None = None  # what the estimator saw (estimator, norm_by_std, reward, tokens)
 
     @property
     def parents(self) -> tuple[int, ...]:
@@ -73,7 +80,8 @@ class Solution:
 
 
 def _row(r) -> Solution:
-    return Solution(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], json.loads(r[7]), r[8], r[9], r[10], r[11], r[12])
+    return Solution(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], json.loads(r[7]), r[8], r[9], r[10], r[11], r[12],
+                    r[13], None if r[14] is None else json.loads(r[14]))
 
 
 def _json_default(obj):
@@ -96,9 +104,12 @@ def _params(i: int, row: dict) -> tuple:
                          f"{eval_time} is NaN; the evaluator must map a NaN score to reward 0 with feedback")
     parent = None if row["parent_id"] is None else int(row["parent_id"])
     second = None if row["second_parent_id"] is None else int(row["second_parent_id"])
+    advantage = None if row["advantage"] is None else float(row["advantage"])
+    inputs = None if row["advantage_inputs"] is None else json.dumps(row["advantage_inputs"], default=_json_default)
+    artefact = None if row["artefact"] is None else str(row["artefact"])
     return (parent, int(row["epoch"]), str(row["code"]), reward, int(bool(row["valid"])), str(row["feedback"]),
             json.dumps(row["metrics"] or {}, default=_json_default), eval_time, row["prompt_id"], row["completion"],
-            second, str(row["operator"]))
+            second, str(row["operator"]), advantage, inputs, artefact)
 
 
 class Archive:
@@ -111,7 +122,7 @@ class Archive:
         self.db.execute("PRAGMA synchronous=FULL")  # a committed batch survives even power loss
         self.db.executescript(_SCHEMA)
         self._migrate()
-        self.columns = set(_FIELDS)
+        self.columns = set(_FIELDS) | {"artefact"}
         self.db.executescript(_INDEXES)
         self.db.commit()
 
@@ -155,7 +166,8 @@ class Archive:
             for p in params:
                 cur = self.db.execute(
                     "INSERT INTO solutions (parent_id, epoch, code, reward, valid, feedback, metrics, eval_time_s, "
-                    "prompt_id, completion, second_parent_id, operator) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", p)
+                    "prompt_id, completion, second_parent_id, operator, advantage, advantage_inputs, artefact) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", p)
                 ids.append(cur.lastrowid)
         return ids
 
@@ -201,6 +213,24 @@ class Archive:
 
     def count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM solutions").fetchone()[0]
+
+    def artefact(self, sid: int) -> str | None:
+        """What solution ``sid``'s program returned (JSON text), as recorded at evaluation time; None when
+        nothing was recorded (an invalid child, a task without render.py, an archive from before the column)."""
+        if "artefact" not in self.columns:
+            self.get(sid)  # a missing id is still a KeyError
+            return None
+        r = self.db.execute("SELECT artefact FROM solutions WHERE id = ?", (int(sid),)).fetchone()
+        if r is None:
+            raise KeyError(f"solution {sid} is not in the archive ({self.path}, {self.count()} solutions)")
+        return r[0]
+
+    def has_artefact(self, sid: int) -> bool:
+        """Is an artefact recorded for ``sid`` (without reading it)?"""
+        if "artefact" not in self.columns:
+            return False
+        r = self.db.execute("SELECT artefact IS NOT NULL FROM solutions WHERE id = ?", (int(sid),)).fetchone()
+        return bool(r and r[0])
 
     def best(self) -> Solution | None:
         """Highest reward among valid solutions (earliest on ties); None if none is valid."""

@@ -24,7 +24,12 @@ class Child:
     tag: int = -1  # the population slot (island) of the prompt it came from
     operator: str = "edit"  # how it was made (rollout.operators)
     second_parent_id: int | None = None  # crossover: the other parent
-
+    # Recorded for the run browser and the report, which only read: what the GRPO update applied to its
+    # tokens and what the estimator saw (train.loop.epoch_loop), and what its program returned (JSON,
+    # bounded; tasks with a render.py only, rewards.evaluator).
+    advantage: float | None = None
+    advantage_inputs: dict | None = None
+    artefact: str | None = None
 
     @property
     def scored(self) -> bool:
@@ -37,4 +42,5 @@ class Child:
         return dict(parent_id=self.parent_id, epoch=self.epoch, code=self.code, reward=self.reward, valid=self.valid,
                     feedback=self.feedback, metrics=self.metrics, eval_time_s=self.eval_time_s,
                     prompt_id=self.prompt_id, completion=self.completion, operator=self.operator,
-                    second_parent_id=self.second_parent_id)
+                    second_parent_id=self.second_parent_id, advantage=self.advantage,
+                    advantage_inputs=self.advantage_inputs, artefact=self.artefact)

@@ -13,6 +13,7 @@ and skips the full run when that fails (see ``Evaluator.evaluate``).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -22,6 +23,9 @@ from rewards.ray_eval import ClusterLost
 from rewards.sandbox import InfraError, RunResult, run_program
 
 FEEDBACK_LIMIT = 2000
+# A valid program's artefact (JSON) is kept for drawing when the evaluator is asked to (a task with a
+# render.py): at most this many bytes, so the archive stays small; a larger one is not kept.
+ARTEFACT_LIMIT = 64 * 1024
 MAX_THREADS = 1024  # an elastic runner's (Ray's) batch: one waiting thread per program, at most this many
 # "infra": the evaluation infrastructure lost the program twice (rewards.ray_eval); no result exists,
 # so the child is not scored: it is left out of its GRPO group and of selection.
@@ -45,6 +49,16 @@ class Evaluation:
     metrics: dict[str, float] = field(default_factory=dict)
     eval_time_s: float = 0.0
     status: str = "ok"  # one of STATUSES
+    artefact: str | None = None  # what a valid program returned, as JSON (``Evaluator(keep_artefacts=True)``)
+
+
+def artefact_json(value, limit: int = ARTEFACT_LIMIT) -> str | None:
+    """``value`` as JSON text when it is at most ``limit`` bytes; None when larger or not JSON."""
+    try:
+        text = json.dumps(value, allow_nan=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return None
+    return text if len(text.encode("utf-8")) <= limit else None
 
 
 EVAL_BACKENDS = ("local", "ray")
@@ -89,13 +103,16 @@ class Evaluator:
     """A thread pool whose threads each drive one sandboxed subprocess (the GIL is no bottleneck)."""
 
     def __init__(self, task, workers: int | None = None, timeout_s: float | None = None, memory_mb: int | None = None,
-                 cascade: bool | None = None, runner=None):
+                 cascade: bool | None = None, runner=None, keep_artefacts: bool = False):
         """``cascade``: None follows the task (on when task.yaml sets cascade_entry); False turns it
         off; True requires the task to have one. ``runner``: what runs one program, called like
         ``run_program`` (default: a sandbox on this machine; ``rewards.ray_eval.RayRunner``: on a Ray
         cluster, and then ``workers`` defaults to the cluster's CPUs; such an ``elastic`` runner admits
-        programs as CPUs free up, so a batch is handed to it whole)."""
+        programs as CPUs free up, so a batch is handed to it whole). ``keep_artefacts``: each valid
+        program's artefact comes back as JSON (``Evaluation.artefact``, at most ARTEFACT_LIMIT bytes), so
+        a reader can draw it without re-running the program."""
         self.task = task
+        self.keep_artefacts = keep_artefacts
         self.runner = runner if runner is not None else run_program
         default = self.runner.cpus() if hasattr(self.runner, "cpus") else (os.cpu_count() or 1)
         self.workers = int(workers) if workers is not None else default
@@ -154,7 +171,8 @@ class Evaluator:
         reward = float(verdict.reward) if valid else 0.0
         status = "ok" if valid else "invalid"
         metrics = {str(k): float(v) for k, v in dict(verdict.metrics).items()}
-        return Evaluation(reward, valid, _bounded(f"{verdict.feedback}\n{took}"), metrics, elapsed, status)
+        artefact = artefact_json(run.value) if valid and self.keep_artefacts else None
+        return Evaluation(reward, valid, _bounded(f"{verdict.feedback}\n{took}"), metrics, elapsed, status, artefact)
 
     def _failure_text(self, run: RunResult, limit_s: float | None = None) -> str:
         entry = self.task.entry_function

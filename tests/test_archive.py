@@ -221,3 +221,36 @@ def test_lineage_queries_are_cheap_on_a_large_chain_and_tree(tmp_path):
         assert elapsed < 1.0, f"22 lineage queries took {elapsed:.2f} s"
         deep = arch.lineage(n)  # the whole 10^5-deep chain, root first
         assert len(deep) == n and deep[0].id == 1 and deep[-1].id == n
+
+
+def test_advantage_and_artefact_round_trip_and_an_older_archive_is_migrated(tmp_path):
+    """The records the run browser reads (advantage, what the estimator saw, a program's artefact) survive a
+    reopen; an archive from before those columns stays readable, read-only without them and, opened by a
+    writer, gets them (NULL for its old rows) in both tables, so --resume's rewind still copies rows whole."""
+    from population.archive import ReadOnlyArchive
+
+    path = tmp_path / "a.sqlite"
+    inputs = {"estimator": "grpo", "norm_by_std": True, "reward": 1.5, "tokens": 12}
+    with Archive(path) as arch:
+        ids = arch.add_many([row(), row(advantage=-0.7071, advantage_inputs=inputs, artefact='{"radii": [0.5]}')])
+    with ReadOnlyArchive(path) as arch:
+        old, new = arch.get(ids[0]), arch.get(ids[1])
+        assert (old.advantage, old.advantage_inputs, arch.artefact(ids[0]), arch.has_artefact(ids[0])) == (None, None, None, False)
+        assert (new.advantage, new.advantage_inputs, arch.artefact(ids[1])) == (-0.7071, inputs, '{"radii": [0.5]}')
+        assert arch.has_artefact(ids[1])
+    db = sqlite3.connect(path)  # as an archive written before the columns existed
+    for table in ("solutions", "discarded_solutions"):
+        for column in ("advantage", "advantage_inputs", "artefact"):
+            db.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    db.commit()
+    db.close()
+    with ReadOnlyArchive(path) as arch:
+        assert arch.get(ids[1]).advantage is None and arch.artefact(ids[1]) is None and not arch.has_artefact(ids[1])
+        with pytest.raises(KeyError):
+            arch.artefact(999)
+    with Archive(path) as arch:  # a writer migrates
+        (third,) = arch.add_many([row(advantage=0.25, artefact="[1]")])
+        assert arch.get(ids[1]).advantage is None and (arch.get(third).advantage, arch.artefact(third)) == (0.25, "[1]")
+        assert arch.rewind(ids[1], 0) == 1  # the new row moves aside whole
+        cols = {t: [r[1] for r in arch.db.execute(f"PRAGMA table_info({t})")] for t in ("solutions", "discarded_solutions")}
+        assert cols["solutions"] == cols["discarded_solutions"] and cols["solutions"][-3:] == ["advantage", "advantage_inputs", "artefact"]

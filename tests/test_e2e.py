@@ -231,6 +231,16 @@ def test_torchrun_two_ranks(tmp_path, strategy):
     rows = metrics(tmp_path / "dist")
     assert [r["epoch"] for r in rows] == [1, 2]
     assert all(r["gen_tokens"] > 0 for r in rows)
+    from population.archive import ReadOnlyArchive
+
+    with ReadOnlyArchive(tmp_path / "dist" / "archive.sqlite") as arch:  # both ranks' advantages, archived by rank 0
+        kids = [arch.get(i) for i in arch.all_ids()[1:]]
+    assert len(kids) == 2 * 2 * 2 and all(k.advantage_inputs is not None and k.advantage_inputs["tokens"] > 0 for k in kids)
+    for prompt in {k.prompt_id.rsplit("-g", 1)[0] for k in kids}:
+        group = [k for k in kids if k.prompt_id.startswith(prompt + "-g")]
+        r = [k.reward for k in group]
+        want = [0.0, 0.0] if r[0] == r[1] else [(x - sum(r) / 2) / (abs(r[0] - r[1]) / 2**0.5 + 1e-6) for x in r]
+        assert [k.advantage for k in group] == pytest.approx(want, abs=1e-6)
     # The end-of-run export holds the whole trained weights, not one rank's shard (ZeRO-3 and FSDP2
     # partition them): it equals the last checkpoint exported offline, and differs from the start.
     from safetensors.torch import load_file
@@ -356,3 +366,41 @@ def test_invalid_programs_can_be_kept_out_of_selection(tmp_path):
         _, ids = arch.get_population()
         assert ids and all(arch.get(i).valid for i in ids)
         assert any(not arch.get(int(i)).valid for i in arch.all_ids())  # the crashing children are still archived
+
+
+def test_the_loop_records_advantages_and_artefacts_for_the_reading_room(tmp_path):
+    """Each child is archived with the advantage the GRPO update applied to its tokens and what the estimator
+    saw; each valid child of a task with a render.py with what its program returned. The run browser shows
+    these (train/runs/browse.py) without recomputing or re-running anything."""
+    import math
+
+    import numpy as np
+
+    from population.archive import ReadOnlyArchive
+    from tasks import load_task
+    from train.runs import browse
+
+    run = run_scripted(tmp_path, "trainer.epochs=1", "run.export=false")
+    task = load_task("circle_packing_26")
+    with ReadOnlyArchive(run / "archive.sqlite") as arch:
+        children = [arch.get(i) for i in arch.all_ids()[1:]]
+        assert len(children) == 2 * 4
+        for p in (0, 1):
+            group = [c for c in children if c.prompt_id.startswith(f"e1-p{p}-g")]
+            rewards = np.array([c.reward for c in group])  # harmless edit (the parent's reward), crash, prose, bad SEARCH
+            want = (rewards - rewards.mean()) / (rewards.std(ddof=1) + 1e-6)  # verl's grpo, norm by std
+            for child, w in zip(group, want):
+                assert child.advantage == pytest.approx(w, rel=1e-6)
+                inputs = child.advantage_inputs
+                assert (inputs["estimator"], inputs["norm_by_std"], inputs["reward"]) == ("grpo", True, child.reward)
+                assert inputs["tokens"] > 0
+        for child in children:
+            if child.valid:
+                value = json.loads(arch.artefact(child.id))
+                assert math.isclose(task.verify(value).reward, child.reward, rel_tol=1e-12)
+            else:
+                assert arch.artefact(child.id) is None
+        assert any(c.valid for c in children)
+    shown = browse.solution(run, int(children[0].id))
+    assert shown["group"]["recorded"] and shown["picture"]["available"] == children[0].valid
+    assert [m["advantage"] for m in shown["group"]["members"]] == pytest.approx([c.advantage for c in children[:4]])

@@ -239,3 +239,36 @@ def test_clip_binds_only_with_several_updates_per_batch(tiny_model, tokenizer):
     one, two = step(), step(ppo_epochs=2)
     assert one["clip_frac"] == 0.0 and one["optimizer_steps"] == 1
     assert two["clip_frac"] > 0.0 and two["optimizer_steps"] == 2
+
+
+def test_recorded_advantages_are_what_the_update_applied(tiny_model, tokenizer, monkeypatch):
+    """Learner.last_advantages (what the epoch loop archives for the run browser) against the advantage
+    tensor grpo_loss received, token by token, and against GRPO by hand; a lost child (NaN reward) and a
+    truncated one under mask_truncated put no token in the update and are recorded as (None, 0)."""
+    import train.learner.learner as learner_module
+
+    seen = []
+
+    def spy(log_prob, old_log_prob, ref_log_prob, advantages, response_mask, *rest):
+        seen.append((advantages.detach().cpu().clone(), response_mask.detach().cpu().clone()))
+        return grpo_loss(log_prob, old_log_prob, ref_log_prob, advantages, response_mask, *rest)
+
+    grpo_loss = learner_module.grpo_loss
+    monkeypatch.setattr(learner_module, "grpo_loss", spy)
+    batch = samples(tokenizer)  # rewards: group 0 [0, 1, 2], group 1 [1, 2, 0]
+    batch[2] = Sample(batch[2].prompt_ids, batch[2].response_ids, float("nan"), 0)  # lost: group 0 scores [0, 1]
+    batch[4] = Sample(batch[4].prompt_ids, batch[4].response_ids, batch[4].reward, 1, truncated=True)
+    cfg = TrainerConfig(lr=1e-3, micro_batch_size=6, mask_truncated=True)
+    learner = Learner(tiny_model, cfg, group_size=3, temperature=1.0, pad_id=tokenizer.pad_token_id, info=DistInfo())
+    learner.step(batch)
+    (applied, mask), = seen
+    recorded = learner.last_advantages
+    assert recorded[2] == (None, 0) and recorded[4] == (None, 0)
+    for i, (value, tokens) in enumerate(recorded):
+        assert tokens == int(mask[i].sum()) == (0 if i in (2, 4) else len(batch[i].response_ids))
+        if tokens:
+            assert torch.equal(applied[i][mask[i] > 0], torch.full((tokens,), value, dtype=applied.dtype))
+    s0, s1 = math.sqrt(0.5), 1.0  # sample std of [0, 1] and of [1, 2, 0] (the truncated one still counts in its group)
+    want = [-0.5 / (s0 + 1e-6), 0.5 / (s0 + 1e-6), None, 0.0, None, -1.0 / (s1 + 1e-6)]
+    for (value, _), w in zip(recorded, want):
+        assert value == w if w is None else value == pytest.approx(w, rel=1e-6)

@@ -1,7 +1,9 @@
 """scripts/report.py (train/runs/): the pure data functions against hand-computed values, and the HTML report
-end to end on a small synthetic run (a real circle-packing program, re-run in the sandbox)."""
+end to end on a small synthetic run (a real circle-packing program, evaluated once as the loop does, its
+artefact recorded in the archive and drawn from there)."""
 
 import base64
+import functools
 import json
 import math
 import re
@@ -15,7 +17,7 @@ import pytest
 import yaml
 
 from population.archive import Archive, ReadOnlyArchive
-from train.runs import plots, report
+from train.runs import drawing, plots, report
 from train.runs import run_data as rd
 from train.runs.page import new_figure
 
@@ -43,14 +45,26 @@ CONFIG = {"task": {"name": "circle_packing_26", "timeout_s": 20.0, "memory_mb": 
           "population": {"size": 3, "knn_k": 2}, "selection": {"strategy": "nsga2"}, "run": {"name": "synthetic", "seed": 0}}
 
 
-def build_archive(path, embeddings=True):
+@functools.lru_cache(maxsize=1)
+def starter_artefact() -> str:
+    """What the starter returns, recorded as the loop records it: the evaluator with keep_artefacts (a sandbox run)."""
+    from rewards.evaluator import Evaluator
+    from tasks import load_task
+
+    evaluation = Evaluator(load_task("circle_packing_26"), workers=1, keep_artefacts=True).evaluate(INITIAL)
+    assert evaluation.valid and evaluation.reward == pytest.approx(TRUE_REWARD, rel=1e-12)
+    return evaluation.artefact
+
+
+def build_archive(path, embeddings=True, artefact=True):
     """root -> a -> c (best, the real starter program); siblings b (invalid), b2 of a, d of c."""
     with Archive(path) as arch:
         (root,) = arch.add_many([dict(BASE, parent_id=None, epoch=0, code=INITIAL, reward=1.0, valid=True)])
         a, b, b2 = arch.add_many([dict(BASE, parent_id=root, epoch=1, code="a = 1\n", reward=1.2, valid=True),
                                   dict(BASE, parent_id=root, epoch=1, code=INITIAL, reward=0.0, valid=False),
                                   dict(BASE, parent_id=root, epoch=1, code="b2 = 1\n", reward=1.1, valid=True)])
-        c, d = arch.add_many([dict(BASE, parent_id=a, epoch=2, code=INITIAL, reward=TRUE_REWARD, valid=True),
+        art = dict(artefact=starter_artefact()) if artefact else {}
+        c, d = arch.add_many([dict(BASE, parent_id=a, epoch=2, code=INITIAL, reward=TRUE_REWARD, valid=True, **art),
                               dict(BASE, parent_id=a, epoch=2, code="d = 1\n", reward=1.5, valid=True)])
         if embeddings:  # b is an edit failure: archived, never embedded
             arch.put_embeddings([root, a, b2, c, d], np.array([[1, 0], [0, 1], [1, 1], [1, 0], [3, 4]], np.float32))
@@ -60,14 +74,14 @@ def build_archive(path, embeddings=True):
     return dict(root=root, a=a, b=b, b2=b2, c=c, d=d)
 
 
-def build_run(tmp_path, config=CONFIG, metrics=METRICS, archive=True, embeddings=True):
+def build_run(tmp_path, config=CONFIG, metrics=METRICS, archive=True, embeddings=True, artefact=True):
     run = tmp_path / "run"
     run.mkdir()
     if config is not None:
         (run / "config.yaml").write_text(yaml.safe_dump(config))
     if metrics is not None:
         (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics) + '{"epoch": 3, "rew')
-    ids = build_archive(run / "archive.sqlite", embeddings) if archive else None
+    ids = build_archive(run / "archive.sqlite", embeddings, artefact) if archive else None
     return run, ids
 
 
@@ -174,7 +188,7 @@ def test_pick_epochs():
 def test_circle_render_draws_every_circle():
     from matplotlib.collections import PatchCollection
 
-    render = report._load_render(ROOT / "tasks" / "circle_packing_26" / "render.py")
+    render = drawing.load_render(ROOT / "tasks" / "circle_packing_26" / "render.py")
     fig = new_figure(4, 4)
     ax = fig.subplots()
     centers = [[0.25, 0.25], [0.75, 0.75], [0.25, 0.75]]
@@ -202,8 +216,9 @@ def test_report_full(tmp_path):
     for name, data in zip(names, images):
         png = (out.parent / name).read_bytes()
         assert png.startswith(PNG_MAGIC) and len(png) > 1000 and png == data
-    assert f"{TRUE_REWARD:.10g}" in text  # best reward in the header, and the verifier's re-run reward
-    assert "re-run in the sandbox" in text and "valid packing" in text
+    assert f"{TRUE_REWARD:.10g}" in text  # best reward in the header and the drawing's note
+    assert f"drawn from the artefact solution #{ids['c']}&#x27;s program returned when the run evaluated it" in text
+    assert "nothing was re-run" in text
     assert "recomputed from the archived embeddings" in text
     assert "Pareto front size per epoch: 0: 1, 1: 2, 2: 2" in text
     assert f"ancestor chain of 3 solution(s), root to #{ids['c']}" in text and "6 nodes drawn" in text
@@ -223,7 +238,7 @@ def test_report_cli(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert str(out) in proc.stdout
     text = out.read_text()
-    assert len(_images(text)) == 4  # no rendering without re-running the program
+    assert len(_images(text)) == 4  # --no-exec: no drawing
     assert "--no-exec" in text
     assert sorted(p.name for p in out.parent.glob("*.png")) == ["lineage.png", "pareto.png", "phases.png", "rewards.png"]
 
@@ -257,16 +272,29 @@ def test_report_degrades_without_archive_config_or_render(tmp_path):
     other.mkdir()
     run, _ = build_run(other, config=dict(CONFIG, task={"name": "keane_bump_10"}), embeddings=False)
     text = report.build_report(run).read_text()
-    assert "has no render.py: the rendering is skipped" in text
+    assert "has no render.py: the drawing is skipped" in text
     assert "some populations have neither stored Div nor embeddings" in text
     assert len(_images(text)) == 4
+
+    unrecorded = tmp_path / "unrecorded"
+    unrecorded.mkdir()
+    run, ids = build_run(unrecorded, artefact=False)  # the best solution's artefact was not recorded
+    text = report.build_report(run).read_text()
+    assert f"solution #{ids['c']} is not drawn: the run recorded no artefact for it" in text and len(_images(text)) == 4
+    db = sqlite3.connect(run / "archive.sqlite")  # an archive from before the column
+    for table in ("solutions", "discarded_solutions"):
+        db.execute(f"ALTER TABLE {table} DROP COLUMN artefact")
+    db.commit()
+    db.close()
+    text = report.build_report(run).read_text()
+    assert "this archive predates recorded artefacts" in text and len(_images(text)) == 4
 
 
 def test_report_while_a_writer_holds_the_archive_open(tmp_path):
     run, ids = build_run(tmp_path)
     with Archive(run / "archive.sqlite") as writer:  # a live run: WAL mode, connection open
         writer.add_many([dict(BASE, parent_id=ids["c"], epoch=3, code="e = 1\n", reward=0.5, valid=True)])
-        text = report.build_report(run, execute=False).read_text()
+        text = report.build_report(run, draw=False).read_text()
         writer.add_many([dict(BASE, parent_id=ids["c"], epoch=3, code="f = 1\n", reward=0.4, valid=True)])
     assert "<td>7 solutions</td>" in text
 
@@ -306,3 +334,15 @@ def test_old_archive_without_diversity_column(tmp_path):
     r = math.sqrt(0.5)
     np.testing.assert_allclose(pops[1].diversity, [1 - r / 2, 1 - r / 2, 1 - r], atol=1e-6)
     assert pops[1].ids == [ids["root"], ids["a"], ids["b2"]]
+
+
+def test_an_artefact_is_kept_as_json_up_to_the_limit():
+    """What the evaluator keeps for drawing (rewards.evaluator.artefact_json): compact JSON up to ARTEFACT_LIMIT
+    bytes; a larger artefact, or one that is not JSON, is not kept (the page and report say so)."""
+    from rewards.evaluator import ARTEFACT_LIMIT, artefact_json
+
+    value = {"centers": [[0.25, 0.5]], "radii": [0.125]}
+    assert json.loads(artefact_json(value)) == value and artefact_json(value) == '{"centers":[[0.25,0.5]],"radii":[0.125]}'
+    big = {"radii": [0.1] * (ARTEFACT_LIMIT // 4)}  # "0.1," is 4 bytes: just over the limit
+    assert len(json.dumps(big, separators=(",", ":"))) > ARTEFACT_LIMIT and artefact_json(big) is None
+    assert artefact_json({"radii": [0.1] * 100}, limit=300) is None and artefact_json({1, 2}) is None

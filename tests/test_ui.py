@@ -4,6 +4,7 @@ the browsed folder, escaping headers) through Starlette's test client. The page 
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -126,17 +127,19 @@ def test_solution_diffs_prompt_and_grpo_group(folder):
     assert s["prompt"]["dropped"] == [] and [a["id"] for a in s["prompt"]["ancestors"]] == [ids["root"]]
     d = browse.solution(root / "uirun", ids["d"])
     assert d["prompt"]["dropped"] == ["oldest ancestor"]
-    g = browse.solution_group(root / "uirun", ids["d"])
+    g = d["group"]
     group = {m["id"]: m for m in g["members"]}
-    assert list(group) == [ids["d"], ids["e"], ids["lost"]] and g["prompt"] == "e2-p0"
-    # GRPO by hand over the scored rewards [1.9, 0.0]: (r - mean) / (sample std + 1e-6); the lost one has none
+    assert list(group) == [ids["d"], ids["e"], ids["lost"]] and g["prompt"] == "e2-p0" and g["recorded"] is True
+    # as recorded (tests/ui_runs.py): GRPO over the scored rewards [1.9, 0.0], (r - mean) / (sample std + 1e-6)
     std = np.std([1.9, 0.0], ddof=1)
     assert group[ids["d"]]["advantage"] == pytest.approx(0.95 / (std + 1e-6), abs=1e-6)
     assert group[ids["e"]]["advantage"] == pytest.approx(-0.95 / (std + 1e-6), abs=1e-6)
     assert group[ids["lost"]]["advantage"] is None and group[ids["lost"]]["scored"] is False
-    assert browse.solution_group(root / "uirun", ids["root"])["members"] == []
+    assert g["estimator"] == {"name": "grpo", "norm_by_std": True} and g["note"] is None
+    assert browse.solution(root / "uirun", ids["root"])["group"]["members"] == []
+    assert d["picture"] == {"available": True, "note": None}
     h = browse.solution(root / "uirun", ids["hostile"])
-    assert h["code"] == HOSTILE and h["renderable"] is False  # invalid: nothing to draw
+    assert h["code"] == HOSTILE and h["picture"]["available"] is False  # invalid: nothing to draw
 
 
 def test_prompt_ancestors_less_what_the_budget_dropped(folder):
@@ -186,16 +189,19 @@ def test_compare_two_runs_tables(folder):
 
 
 # ---- the server ------------------------------------------------------------------------------
+BASE = "http://127.0.0.1:8765"  # the default HostCheck: the loopback names on the default port
+
+
 @pytest.fixture()
 def client(folder):
-    return TestClient(create_app(folder[0]))
+    return TestClient(create_app(folder[0]), base_url=BASE)
 
 
 def test_no_endpoint_writes(client, folder):
     root, _ = folder
     before = (root / "uirun" / "archive.sqlite").read_bytes()
     for method in ("POST", "PUT", "DELETE", "PATCH"):
-        for path in ("/api/runs", "/api/solution?run=uirun&id=1", "/", "/static/app.js", "/api/nothing"):
+        for path in ("/api/runs", "/api/solution?run=uirun&id=1", "/", "/static/js/main.js", "/api/nothing"):
             r = client.request(method, path)
             assert r.status_code == 405, (method, path)
             assert "read-only" in r.json()["error"]
@@ -217,7 +223,7 @@ def test_pages_and_api(client, folder):
     _, ids = folder
     for view in ("/", "/run?run=uirun", "/lineage?run=uirun", "/solution?run=uirun&id=1", "/population?run=uirun", "/compare"):
         r = client.get(view)
-        assert r.status_code == 200 and "/static/app.js" in r.text
+        assert r.status_code == 200 and "/static/js/main.js" in r.text
         assert "script-src 'self'" in r.headers["content-security-policy"]  # an injected inline script cannot run
     runs = client.get("/api/runs").json()["runs"]
     assert [r["run"] for r in runs] == ["uirun"]
@@ -231,3 +237,265 @@ def test_cli_refuses_a_folder_without_runs(tmp_path, capsys):
 
     assert main([str(tmp_path)]) == 2
     assert "holds no run directory" in capsys.readouterr().err
+
+
+# ---- the browser answers only to its own name ---------------------------------------------------
+@pytest.mark.parametrize("host", ["evil.example.com", "evil.example.com:8765", "127.0.0.1:9999", "127.0.0.1.evil.com:8765",
+                                  "localhost:80", "[::1]:9999", "[::2]:8765", "[::1", "localhost:8765@evil.com", "",
+                                  "127.0.0.1:8765:8765", "0.0.0.0:8765"])
+def test_a_foreign_host_gets_403(client, host):
+    """DNS rebinding: a page on evil.example.com whose name resolves to 127.0.0.1 names its own Host."""
+    for path in ("/", "/api/runs", "/api/solution?run=uirun&id=1", "/static/js/main.js"):
+        r = client.get(path, headers={"host": host})
+        assert r.status_code == 403, (host, path)
+        assert "Host" in r.json()["error"] and "--allowed-hosts" in r.json()["error"]
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:8765", "localhost:8765", "LOCALHOST:8765", "[::1]:8765", "[0:0:0:0:0:0:0:1]:8765"])
+def test_the_loopback_names_with_the_port_are_served(client, host):
+    assert client.get("/api/runs", headers={"host": host}).status_code == 200
+
+
+@pytest.mark.parametrize("origin, ok", [("http://evil.example.com", False), ("null", False), ("http://127.0.0.1:9999", False),
+                                        ("https://127.0.0.1:8765", True), ("http://127.0.0.1:8765", True),
+                                        ("http://localhost:8765", True), ("http://[::1]:8765", True), ("file://", False),
+                                        ("http://127.0.0.1:8765/x", False)])
+def test_a_foreign_origin_gets_403(client, origin, ok):
+    r = client.get("/api/runs", headers={"origin": origin})
+    assert r.status_code == (200 if ok else 403), origin
+    if not ok:
+        assert "Origin" in r.json()["error"]
+
+
+def test_a_cross_site_api_request_gets_403_but_a_shared_link_opens(client):
+    """A cross-site <img src=http://127.0.0.1:8765/api/render?...> is marked Sec-Fetch-Site: cross-site by the
+    browser; a link to a view followed from another site (a navigation) still opens the page."""
+    for site in ("cross-site", "same-site"):
+        assert client.get("/api/render?run=uirun&id=5", headers={"sec-fetch-site": site}).status_code == 403
+    assert client.get("/api/runs", headers={"sec-fetch-site": "same-origin"}).status_code == 200
+    assert client.get("/solution?run=uirun&id=5", headers={"sec-fetch-site": "cross-site"}).status_code == 200
+
+
+def test_allowed_hosts_for_a_proxy_ipv6_included(folder):
+    from train.runs.ui.hosts import HostCheck
+
+    check = HostCheck("10.1.2.3", 8765, ["runs.example.com", "[2001:db8::1]:8443", "2001:DB8::2", "gpu-box:8765"])
+    for host in ("runs.example.com", "runs.example.com:443", "[2001:db8::1]:8443", "[2001:db8::2]:1", "[2001:db8::2]",
+                 "gpu-box:8765", "10.1.2.3:8765", "127.0.0.1:8765", "[::1]:8765"):
+        assert check.allows(host), host
+    for host in ("[2001:db8::1]:8765", "gpu-box:8766", "10.1.2.3:80", "evil.runs.example.com", "[2001:db8::3]:8443", None):
+        assert not check.allows(host), host
+    assert check.allows_origin("https://runs.example.com") and not check.allows_origin("https://evil.example.com")
+    assert not HostCheck("::", 8765).allows("[::]:8765") and HostCheck("::1", 8765).allows("[::1]:8765")
+    for bad in ("evil.com/x", "[::1", "a b", "host:0", "host:99999", "*"):
+        with pytest.raises(ValueError, match="--allowed-hosts"):
+            HostCheck("127.0.0.1", 8765, [bad])
+    app = create_app(folder[0], check)
+    assert TestClient(app, base_url="http://runs.example.com").get("/api/runs").status_code == 200
+    assert TestClient(app, base_url="http://127.0.0.1:8765").get("/api/runs").status_code == 200
+    assert TestClient(app, base_url="http://evil.example.com").get("/api/runs").status_code == 403
+
+
+def test_cli_refuses_a_bad_allowed_hosts_entry(folder, capsys):
+    from train.runs.ui.server import main
+
+    assert main([str(folder[0]), "--port", "0", "--allowed-hosts", "ok.example.com,evil.com/path"]) == 2
+    assert "--allowed-hosts: 'evil.com/path'" in capsys.readouterr().err
+
+
+# ---- one broken run, bad values -----------------------------------------------------------------
+def test_an_unreadable_run_is_an_error_row_and_the_others_list(client, folder):
+    root, _ = folder
+    build_ui_run(root / "truncated")
+    data = (root / "truncated" / "archive.sqlite").read_bytes()
+    (root / "truncated" / "archive.sqlite").write_bytes(data[:3000])  # cut mid-page, as a full disk or a bad copy would
+    (root / "garbage").mkdir()
+    (root / "garbage" / "archive.sqlite").write_bytes(b"not sqlite at all" * 100)
+    r = client.get("/api/runs")
+    assert r.status_code == 200
+    rows = {row["run"]: row for row in r.json()["runs"]}
+    assert set(rows) == {"garbage", "truncated", "uirun"}
+    assert "error" not in rows["uirun"] and rows["uirun"]["solutions"] == 8
+    for name in ("garbage", "truncated"):
+        assert rows[name]["error"], name
+    r = client.get("/api/overview", params={"run": "truncated"})
+    assert 400 <= r.status_code < 500 and r.json()["error"]
+    compared = client.get("/api/compare", params={"runs": "uirun,garbage"}).json()
+    assert [x["run"] for x in compared["runs"]] == ["uirun"] and [e["run"] for e in compared["errors"]] == ["garbage"]
+
+
+BAD_VALUES = [("/api/solution", {"run": "uirun", "id": "1" * 40}), ("/api/solution", {"run": "uirun", "id": "-1"}),
+              ("/api/solution", {"run": "uirun", "id": "abc"}), ("/api/solution", {"run": "uirun"}),
+              ("/api/solution", {"run": "r" * 5000, "id": "1"}), ("/api/overview", {"run": "a/" * 3000}),
+              ("/api/overview", {"run": "x" * 300}), ("/api/overview", {"run": "uirun\x00"}),
+              ("/api/solutions", {"run": "uirun", "offset": str(2**64)}), ("/api/solutions", {"run": "uirun", "limit": "0"}),
+              ("/api/solutions", {"run": "uirun", "valid": "maybe"}), ("/api/solutions", {"run": "uirun", "order": "x"}),
+              ("/api/lineage", {"run": "uirun", "best": "9" * 30}), ("/api/expand", {"run": "uirun", "id": "9" * 40}),
+              ("/api/render", {"run": "uirun", "id": "1" * 40}), ("/api/render", {"run": "uirun", "id": "999"}),
+              ("/api/population", {"run": "uirun", "epoch": "9" * 40}), ("/api/population", {"run": "uirun", "epoch": "x"}),
+              ("/api/compare", {"runs": "r" * 5000}), ("/api/compare", {"runs": "uirun", "k": "0"}),
+              ("/api/compare", {"runs": "uirun", "k": "1" * 40}), ("/api/expand", {"run": "uirun", "id": "2", "limit": "1e3"})]
+
+
+@pytest.mark.parametrize("path, params", BAD_VALUES)
+def test_every_bad_query_value_gets_a_4xx_with_a_json_message(client, path, params):
+    r = client.get(path, params=params)
+    assert 400 <= r.status_code < 500, (path, params, r.status_code, r.text[:200])
+    assert r.headers["content-type"] == "application/json" and r.json()["error"]
+
+
+# ---- the reading room only reads ----------------------------------------------------------------
+def test_pictures_come_from_the_recorded_artefact_and_no_get_runs_a_program(client, folder, monkeypatch):
+    """Every route, the picture included, with process creation refused: nothing is re-run."""
+    import _posixsubprocess
+    import os
+    import subprocess
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a GET started a process")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+    monkeypatch.setattr(_posixsubprocess, "fork_exec", refuse)  # multiprocessing's spawn
+    monkeypatch.setattr(os, "fork", refuse)
+    monkeypatch.setattr(os, "posix_spawn", refuse)
+    _, ids = folder
+    png = client.get("/api/render", params={"run": "uirun", "id": ids["d"]})
+    assert png.status_code == 200 and png.content.startswith(b"\x89PNG") and len(png.content) > 5000
+    for path in ("/api/runs", "/api/overview?run=uirun", "/api/lineage?run=uirun", f"/api/solution?run=uirun&id={ids['d']}",
+                 "/api/population?run=uirun", "/api/compare", f"/api/expand?run=uirun&id={ids['a']}"):
+        assert client.get(path).status_code == 200, path
+    r = client.get("/api/render", params={"run": "uirun", "id": ids["hostile"]})  # invalid: no artefact recorded
+    assert r.status_code == 404 and "recorded no artefact" in r.json()["error"]
+
+
+def test_an_older_run_without_records_opens_and_says_what_is_missing(tmp_path):
+    build_ui_run(tmp_path / "old", recorded=False)
+    with ReadOnlyArchive(tmp_path / "old" / "archive.sqlite") as arch:
+        assert "advantage" not in arch.columns and "artefact" not in arch.columns
+        assert arch.get(5).advantage is None and arch.artefact(5) is None
+    c = TestClient(create_app(tmp_path / "old"), base_url=BASE)
+    s = c.get("/api/solution", params={"id": 5}).json()  # d: valid, in group e2-p0
+    assert s["group"]["recorded"] is False and s["group"]["note"] == browse.ADVANTAGES_MISSING
+    assert [m["advantage"] for m in s["group"]["members"]] == [None, None, None]
+    assert [m["reward"] for m in s["group"]["members"]] == [1.9, 0.0, 0.0]
+    assert s["picture"]["available"] is False and "predates recorded artefacts" in s["picture"]["note"]
+    r = c.get("/api/render", params={"id": 5})
+    assert r.status_code == 404 and "predates recorded artefacts" in r.json()["error"]
+    for path in ("/api/runs", "/api/overview", "/api/lineage", "/api/population", "/api/compare"):
+        assert c.get(path).status_code == 200, path
+
+
+IMPORTS = """
+import sys, time
+t0 = time.perf_counter()
+from starlette.testclient import TestClient
+from train.runs.ui.server import create_app
+import train.runs.report, train.runs.drawing, train.runs.browse, train.runs.inspect_archive, train.runs.plot_ablation
+c = TestClient(create_app(sys.argv[1]), base_url="http://127.0.0.1:8765")
+for path in ("/api/runs", "/api/solution?run=uirun&id=5", "/api/render?run=uirun&id=5", "/api/compare", "/api/population?run=uirun"):
+    assert c.get(path).status_code == 200, path
+train.runs.report.build_report(sys.argv[1] + "/uirun")
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "verl", "vllm", "transformers", "deepspeed")
+               or m in ("rewards.sandbox", "rewards.evaluator", "train.learner.grpo", "multiprocessing.pool"))
+print("HEAVY", heavy)
+"""
+
+
+def test_the_reading_room_imports_no_trainer_and_no_sandbox(folder):
+    """In a fresh interpreter: the server, every page's data, a picture and the report load neither torch nor
+    verl nor the sandbox (the browser used to import torch and verl in a worker for every group)."""
+    import subprocess
+    import sys
+
+    from conftest import child_env
+
+    out = subprocess.run([sys.executable, "-c", IMPORTS, str(folder[0])], capture_output=True, text=True, env=child_env(),
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "HEAVY []" in out.stdout, out.stdout
+
+
+def _get(port: int, path: str, host: str | None = None) -> tuple[int, bytes]:
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.putrequest("GET", path, skip_host=True)
+    conn.putheader("Host", host or f"127.0.0.1:{port}")
+    conn.endheaders()
+    response = conn.getresponse()
+    out = response.status, response.read()
+    conn.close()
+    return out
+
+
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT"])
+def test_stopping_the_server_leaves_no_process_behind(folder, signum):
+    """scripts/ui.py started, every kind of page served (a picture too), then SIGTERM or Ctrl-C (SIGINT): it
+    exits 0, and no process it started is left (it used to leave an advantage worker and a multiprocessing
+    resource tracker, ~0.5 GB each time). Also end to end: a foreign Host gets 403 from the real server."""
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    import psutil
+    from conftest import ROOT, child_env
+
+    _, ids = folder
+    proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "ui.py"), str(folder[0]), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env())
+    try:
+        port = int(re.search(r"http://127\.0\.0\.1:(\d+)/", proc.stdout.readline())[1])
+        for path in ("/", "/api/runs", f"/api/solution?run=uirun&id={ids['d']}", f"/api/render?run=uirun&id={ids['d']}",
+                     "/api/compare", "/static/js/main.js"):
+            assert _get(port, path)[0] == 200, path
+        assert _get(port, "/api/runs", host="evil.example.com")[0] == 403
+        assert _get(port, "/api/runs", host=f"[::1]:{port}")[0] == 200
+        assert psutil.Process(proc.pid).children(recursive=True) == []
+        proc.send_signal(getattr(signal, signum))
+        assert proc.wait(timeout=60) in (0, -getattr(signal, signum)), proc.stdout.read()[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    left = [p.pid for p in psutil.process_iter(["ppid"]) if p.info["ppid"] == proc.pid]
+    assert left == [] and not psutil.pid_exists(proc.pid)
+
+
+# ---- the compare view's top-k curve ----------------------------------------------------------------
+def test_the_top_k_curve_starts_where_k_valid_solutions_exist(folder):
+    root, _ = folder
+    out = browse.compare(root, ["uirun"], k=3)
+    run = out["runs"][0]
+    # valid so far (starter 1.8365 counts): a 1.85 -> 2, c 1.80 -> 3: the top-3 mean exists from child 3 (c) on
+    assert run["topk_from"] == 3 and run["topk"][:2] == [None, None]
+    assert run["topk"][2] == pytest.approx((1.8365 + 1.85 + 1.80) / 3) and run["topk"][3] == pytest.approx((1.8365 + 1.85 + 1.9) / 3)
+    drawn = [v for v in run["topk"] if v is not None]
+    assert drawn == sorted(drawn)  # it never falls
+    assert browse.compare(root, ["uirun"], k=10)["runs"][0]["topk_from"] is None  # 5 valid in all: never
+    c = ablation.curves_of([(1, None, 0, 5.0, True), (2, 1, 1, 1.0, True), (3, 1, 1, 3.0, False), (4, 1, 1, 2.0, True)], k=2)
+    assert c["ranked"].tolist() == [2, 2, 2] and c["topk"].tolist() == [3.0, 3.0, 3.5]
+
+
+# ---- size rules -----------------------------------------------------------------------------------
+def test_the_page_script_and_route_table_follow_the_size_rules():
+    """Modules of at most 6 KB, lines of at most 140 columns, top-level functions of at most 30 lines; the
+    Python side's create_app and route table of at most 50."""
+    import ast
+    import re
+
+    static = Path(create_app.__code__.co_filename).parent / "static" / "js"
+    scripts = sorted(static.glob("*.js"))
+    assert len(scripts) >= 6 and not (static.parent / "app.js").exists()
+    for path in scripts:
+        text = path.read_text(encoding="utf-8")
+        assert len(text.encode()) <= 6000, path.name
+        lines = text.splitlines()
+        assert max(len(line) for line in lines) <= 140, path.name
+        starts = [i for i, line in enumerate(lines) if re.match(r"(export )?(async )?function ", line)]
+        for i in starts:
+            end = next(j for j in range(i, len(lines)) if lines[j] == "}")
+            assert end - i + 1 <= 30, f"{path.name}:{i + 1} is {end - i + 1} lines"
+    tree = ast.parse(Path(create_app.__code__.co_filename).read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.col_offset == 0:
+            assert node.end_lineno - node.lineno + 1 <= 50, node.name

@@ -24,6 +24,9 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 @pytest.fixture()
 def server(tmp_path):
     ids = build_ui_run(tmp_path / "runs" / "uirun")
+    build_ui_run(tmp_path / "runs" / "old", recorded=False)  # a run from before the recorded advantages and artefacts
+    (tmp_path / "runs" / "broken").mkdir()
+    (tmp_path / "runs" / "broken" / "archive.sqlite").write_bytes(b"SQLite format 3\x00" + b"\x00" * 100)  # truncated
     proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "ui.py"), str(tmp_path / "runs"), "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env())
     line = proc.stdout.readline()
@@ -32,6 +35,9 @@ def server(tmp_path):
         proc.kill()
         pytest.fail(f"scripts/ui.py printed no URL: {line!r} {proc.stdout.read()}")
     yield match[1], tmp_path / "runs" / "uirun", ids
+    import psutil
+
+    assert psutil.Process(proc.pid).children(recursive=True) == []  # the browser starts no process of its own
     proc.terminate()
     proc.wait(timeout=30)
 
@@ -67,6 +73,8 @@ def test_every_view_in_chromium(server, page, tmp_path):
     row = page.locator("tr", has_text="uirun")
     assert "circle_packing_26" in row.inner_text() and "finished" in row.inner_text() and "1.90000" in row.inner_text()
     assert "0.7208" in row.inner_text()  # 1.9 / 2.6359830849 (best known)
+    assert "unreadable" in page.locator("tr", has_text="broken").inner_text()  # one broken run hides no other
+    assert page.locator("#runs tr").count() == 1 + 3
     page.screenshot(path=shots / "runs.png", full_page=True)
 
     _open(page, f"{base}/run?run=uirun")  # overview: header, three charts, the solutions table
@@ -97,21 +105,28 @@ def test_every_view_in_chromium(server, page, tmp_path):
     _open(page, f"{base}/solution?run=uirun&id={ids['d']}")  # fields, group with advantages, prompt
     text = page.inner_text("main")
     assert "1.90000" in text and "oldest ancestor" in text and "e2-p0" in text
-    page.wait_for_selector("#group", timeout=60_000)  # loaded after the page: the first group imports torch
-    adv = page.locator("#group tr").all_inner_texts()
+    adv = page.locator("#group tr").all_inner_texts()  # the advantages the run recorded, drawn with the page
     assert "0.7071" in adv[1] and "-0.7071" in adv[2] and "lost (infra)" in adv[3]
-    page.wait_for_selector("#render img, #render p.note", timeout=90_000)  # the sandbox re-run and render.py
+    assert "grpo, norm by std: true" in text
+    page.wait_for_selector("#render img", timeout=30_000)  # the recorded artefact through the task's render.py
+    assert page.evaluate("document.querySelector('#render img').naturalWidth") > 300
     page.screenshot(path=shots / "solution.png", full_page=True)
 
     _open(page, f"{base}/solution?run=uirun&id={ids['hostile']}")  # escaping
     assert page.inner_text("#code").count("<script>window.__pwned = 1</script>") == 1
     assert "</textarea><script>" in page.inner_text("#completion")
     assert "<img src=x onerror=" in page.inner_text("#feedback")
+    assert "an invalid solution has no picture" in page.inner_text("#render")
     assert page.locator("main img").count() == 0 and page.locator("main script").count() == 0
     assert page.locator("main textarea").count() == 0
     page.wait_for_timeout(500)
     assert page.evaluate("window.__pwned") is None and page.errors == []
     page.screenshot(path=shots / "escaping.png", full_page=True)
+
+    _open(page, f"{base}/solution?run=old&id={ids['d']}")  # an older run opens and says what it lacks
+    assert "did not record advantages" in page.inner_text("#groupnote")
+    assert page.locator("#group tr").all_inner_texts()[1].count("not recorded") == 1
+    assert "predates recorded artefacts" in page.inner_text("#render")
 
     _open(page, f"{base}/population?run=uirun&epoch=1")
     assert page.locator("#members tr").count() == 1 + 3 and page.input_value("#epoch") == "1"
@@ -124,6 +139,7 @@ def test_every_view_in_chromium(server, page, tmp_path):
 
     _open(page, f"{base}/compare?runs=uirun")
     assert page.locator(".chart").count() == 3 and "top-10 mean @8" in page.inner_text("main")
+    assert "Starts at uirun: never (fewer than 10 valid)" in page.inner_text("#topk-note")
     page.screenshot(path=shots / "compare.png", full_page=True)
     assert page.errors == []
     print(f"\nrun-browser screenshots: {shots}")

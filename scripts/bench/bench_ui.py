@@ -9,6 +9,11 @@ second parent, a third invalid), parents drawn from the previous population of 6
 and metrics.jsonl. Then `scripts/ui.py` serves the folder and each page is timed two ways: its API
 calls over HTTP (first call and median of 3), and in headless Chromium from navigation until the page
 has drawn (body[data-ready]), which includes parsing the vendored libraries and drawing the charts/tree.
+
+    .venv/bin/python scripts/bench/bench_ui.py --start-only       # start-up: process start to the first page
+
+Start-up is timed from launching `scripts/ui.py` until `/api/runs` first answers 200 (the interpreter, the
+imports, binding, the first page), 5 times; the run browser imports no torch, verl or sandbox.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -89,6 +95,29 @@ def get(url: str) -> float:
     return time.perf_counter() - start
 
 
+def start_times(folder: Path, repeats: int = 5) -> list[float]:
+    """Seconds from launching scripts/ui.py until /api/runs first answers 200, ``repeats`` times."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    out = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "ui.py"), str(folder), "--port", "0"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        try:
+            url = re.search(r"(http://127\.0\.0\.1:\d+)/", proc.stdout.readline())[1] + "/api/runs"
+            while True:  # a server that prints its URL before it listens refuses at first
+                try:
+                    get(url)
+                    break
+                except urllib.error.URLError:
+                    time.sleep(0.01)
+            out.append(time.perf_counter() - start)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    return out
+
+
 def pages(rel: str, info: dict) -> dict[str, tuple[str, list[str]]]:
     """page name -> (its URL, the API calls it makes)."""
     q = f"run={rel}"
@@ -99,7 +128,6 @@ def pages(rel: str, info: dict) -> dict[str, tuple[str, list[str]]]:
         "lineage": (f"/lineage?{q}", [f"/api/lineage?{q}&best=5"]),
         "expand a node": (f"/lineage?{q}", [f"/api/expand?{q}&id=1&limit=30"]),
         "solution": (f"/solution?{q}&id={info['best']}", [f"/api/solution?{q}&id={info['best']}"]),
-        "GRPO group (lazy)": (f"/solution?{q}&id={info['best']}", [f"/api/group?{q}&id={info['best']}"]),
         "population": (f"/population?{q}&epoch={info['mid_epoch']}", [f"/api/population?{q}&epoch={info['mid_epoch']}"]),
         "compare": (f"/compare?runs={rel}", [f"/api/compare?runs={rel}"]),
     }
@@ -110,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", nargs="+", type=int, default=[1000, 10000, 100000])
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "helix-bench-ui")
     parser.add_argument("--no-browser", action="store_true", help="time the API calls only")
+    parser.add_argument("--start-only", action="store_true", help="time the server's start-up only (the smallest size)")
     args = parser.parse_args(argv)
     print(f"load average before: {os.getloadavg()}, cpus: {os.cpu_count()}")
     infos = {}
@@ -121,6 +150,11 @@ def main(argv: list[str] | None = None) -> int:
             (run / "bench.json").write_text(json.dumps(infos[n]))
             print(f"wrote {n} solutions ({infos[n]['epochs']} epochs) in {time.perf_counter() - start:.1f} s: {run}")
         infos[n] = json.loads((run / "bench.json").read_text())
+    if args.start_only:
+        times = start_times(args.out / f"n{min(args.sizes)}")
+        print(f"start-up to the first /api/runs (s): {' '.join(f'{t:.2f}' for t in times)}; median "
+              f"{statistics.median(times):.2f}, max {max(times):.2f}; load average after: {os.getloadavg()}")
+        return 0
     proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "ui.py"), str(args.out), "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})

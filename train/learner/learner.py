@@ -71,6 +71,16 @@ def token_entropy(logp_all: torch.Tensor, rows: int = 64) -> torch.Tensor:
         return torch.cat([-(part.exp() * part).sum(-1) for part in logp_all.split(rows, dim=1)], dim=1)
 
 
+def sample_advantages(advantages: torch.Tensor, mask: torch.Tensor) -> list[tuple[float | None, int]]:
+    """Per row: (the advantage on its first response token, its response-token count in ``mask``);
+    (None, 0) for a row with no token. An outcome estimator gives every token of a response the same
+    advantage, so the first one is the response's."""
+    counts = mask.sum(-1).round().long().tolist()
+    first = (mask > 0).float().argmax(-1)
+    values = advantages[torch.arange(len(counts)), first].tolist()
+    return [(float(v), n) if n > 0 else (None, 0) for v, n in zip(values, counts)]
+
+
 def response_logprobs(model: torch.nn.Module, batch: dict[str, torch.Tensor], temperature: float = 1.0,
                       with_entropy: bool = False, entropy_grad: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Per-token log pi(a_k | q, a_<k) for the response tokens, shape (n, R), from a ``pack`` batch
@@ -155,6 +165,10 @@ class Learner:
             if self.mask_kind is None and info.is_main:
                 print(f"[helix] trainer.shared_prefix: {why}; using one row per sample", flush=True)
         self.moved = False  # has any optimizer step changed the policy away from the reference?
+        # Per sample of the last ``step``, in its order: (the advantage its response tokens got, how many
+        # tokens it put in the update). (None, 0): none (lost, or truncated under mask_truncated). The
+        # epoch loop archives these, so a reader never recomputes them.
+        self.last_advantages: list[tuple[float | None, int]] = []
 
     @property
     def strategy(self) -> str:
@@ -279,6 +293,7 @@ class Learner:
         if len(keep):
             advantages[keep] = compute_advantages(kept_rewards, kept_groups, mask[keep],
                                                   self.cfg.adv_estimator, self.cfg.norm_adv_by_std)
+        self.last_advantages = sample_advantages(advantages, mask)
         n_here = len(set(kept_groups.tolist()))
         tokens, zero_groups, n_groups = all_reduce_sum(
             [mask.sum().item(), zero_std_fraction(kept_rewards, kept_groups) * n_here, n_here], self.info)

@@ -70,6 +70,7 @@ class Epoch:
     outputs: list[list[Completion]] | None = None  # rank 0: every rank's groups, without logprobs
     children: list[Child] | None = None  # rank 0
     rewards: list[list[float]] | None = None  # trusted rewards per prompt and sample, on every rank
+    advantages: dict | None = None  # rank 0: (prompt, sample) -> (advantage, tokens) the update used
     train: dict = field(default_factory=dict)
     diversity: np.ndarray | None = None
     chosen: np.ndarray | None = None
@@ -91,6 +92,19 @@ def sampling_seed(run_seed: int, epoch: int, first_prompt: int, group_size: int)
     ranks. The base is hashed from (run seed, epoch), so epochs do not reuse each other's streams."""
     base = int(np.random.SeedSequence([run_seed, epoch]).generate_state(1)[0]) % 2**30
     return base + first_prompt * group_size
+
+
+def record_advantages(children: list[Child], advantages: dict, rewards: list[list[float]], cfg: HelixConfig) -> None:
+    """Each child's advantage as the GRPO update applied it, and what the estimator saw (its reward, its
+    token count in the update, the estimator): archived with the child for the run browser and report."""
+    G = cfg.rollout.group_size
+    for k, child in enumerate(children):
+        j, g = divmod(k, G)
+        value, tokens = advantages[(j, g)]
+        reward = rewards[j][g]
+        child.advantage = value
+        child.advantage_inputs = dict(estimator=cfg.trainer.adv_estimator, norm_by_std=cfg.trainer.norm_adv_by_std,
+                                      reward=None if reward != reward else reward, tokens=tokens)
 
 
 def seed_everything(seed: int) -> None:
@@ -196,7 +210,8 @@ class HelixRun:
         if resume is not None:
             print(f"[helix] resuming from {resume} (epoch {self.start_epoch} of {cfg.trainer.epochs})", flush=True)
         evaluator = Evaluator(self.task, workers=cfg.task.eval_workers or None, timeout_s=cfg.task.timeout_s,
-                              memory_mb=cfg.task.memory_mb, runner=runner)
+                              memory_mb=cfg.task.memory_mb, runner=runner,
+                              keep_artefacts=(self.task.folder / "render.py").is_file())  # drawn by train/runs
         evo = Evolution(cfg, run_dir.archive_path, self.task, evaluator, resume=evo_state)
         builder = PromptBuilder(self.tokenizer, self.task.prompt_description(cfg.rollout.description),
                                 self.task.entry_function, evaluator.timeout_s, cfg.rollout.max_prompt_tokens,
@@ -332,6 +347,10 @@ class HelixRun:
                           c.logprobs if raw else None)
                    for job, group in zip(epoch.mine, epoch.completions) for g, c in enumerate(group)]
         epoch.train = self.learner.step(samples)
+        where = [(job.index, g) for job, group in zip(epoch.mine, epoch.completions) for g in range(len(group))]
+        recorded = gather(list(zip(where, self.learner.last_advantages)), self.info)  # archived by rank 0
+        if self.main:
+            epoch.advantages = dict(pair for part in recorded for pair in part)
         epoch.times["train_time_s"] = epoch.train.pop("train_time_s", 0.0)
         if self.engine.needs_sync and not epoch.train.get("skipped_step"):  # an engine with its own weights
             with self._timed(epoch, "weight_sync_time_s"):
@@ -344,6 +363,8 @@ class HelixRun:
         if self.main:
             evo = self.main.evo
             prior = evo.archive.best()  # what a child must beat to count as a new best
+            if epoch.advantages is not None:
+                record_advantages(epoch.children, epoch.advantages, epoch.rewards, self.cfg)
             with self._timed(epoch, "embed_select_time_s"):
                 ids = evo.add_children(epoch.children)
                 epoch.diversity, epoch.chosen = evo.select(epoch.number, epoch.rng)

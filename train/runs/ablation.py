@@ -47,12 +47,14 @@ def curves_of(rows: list[tuple], k: int = TOP_K, name: str = "archive") -> dict[
     """From ``Archive.scores()`` rows, entry n - 1 after n children: ``best`` (the best valid reward
     so far, the starter's before any child, 0 if it is invalid), ``topk`` (the mean of the k best
     valid rewards so far, the starter's included; the mean of those there are while fewer than k
-    are valid, 0 while none is) and ``valid`` (the valid fraction of the children so far)."""
+    are valid, 0 while none is), ``valid`` (the valid fraction of the children so far) and ``ranked``
+    (how many valid rewards the top-k mean holds: min(k, valid so far); the run browser starts its top-k
+    curve where this reaches k, so the curve it draws never falls)."""
     if not rows or rows[0][2] != 0:
         raise RunDirError(f"{name} has no starter row (epoch 0) first")
     top = [float(rows[0][3])] if rows[0][4] else []  # min-heap of the k best valid rewards
     total, n_valid = sum(top), 0
-    best, topk, valid = [], [], []
+    best, topk, valid, ranked = [], [], [], []
     for n, (_, _, _, reward, ok) in enumerate(rows[1:], start=1):
         if ok:
             n_valid += 1
@@ -64,7 +66,8 @@ def curves_of(rows: list[tuple], k: int = TOP_K, name: str = "archive") -> dict[
         best.append(max(top) if top else 0.0)
         topk.append(total / len(top) if top else 0.0)
         valid.append(n_valid / n)
-    return {"best": np.array(best), "topk": np.array(topk), "valid": np.array(valid)}
+        ranked.append(len(top))
+    return {"best": np.array(best), "topk": np.array(topk), "valid": np.array(valid), "ranked": np.array(ranked, np.int64)}
 
 
 def run_curves(archive: Path, k: int = TOP_K) -> dict[str, np.ndarray]:

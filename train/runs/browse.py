@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import sqlite3
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -25,6 +26,7 @@ CURVES = ("best_reward", "reward_mean", "reward_max", "valid_frac", "edit_fail_f
 SKIP_DIRS = {"checkpoints", "export", "wandb", "report", "__pycache__"}
 PROMPT_ID = re.compile(r"^e(\d+)-p(\d+)-g(\d+)$")
 MAX_CHAIN = 400  # ancestors drawn per lineage; older ones are one click (expand) away
+MAX_RUN_NAME = 1024  # a run name in a URL: longer is no path under the browsed folder (PATH_MAX is 4096)
 
 
 def is_run_dir(path: Path) -> bool:
@@ -48,15 +50,24 @@ def resolve_run(root: Path, rel: str) -> Path:
     """The run directory ``rel`` names under ``root``; RunDirError for anything that leaves ``root``
     (``..``, an absolute path, a symlink out) or is not a run directory."""
     root = root.resolve()
+    if len(rel) > MAX_RUN_NAME or "\x00" in rel:
+        raise rd.RunDirError(f"run {rel[:60]!r}…: not a run name (at most {MAX_RUN_NAME} characters, no NUL)")
     if rel in ("", "."):
         path = root
     else:
         if rel.startswith(("/", "\\")) or any(part in ("..", "") for part in rel.split("/")) or "\\" in rel:
             raise rd.RunDirError(f"run {rel!r}: a path inside the browsed folder, with no '..'")
-        path = (root / rel).resolve()
+        try:
+            path = (root / rel).resolve()
+        except OSError as exc:  # a name the file system refuses (too long a component, ...)
+            raise rd.RunDirError(f"run {rel[:60]!r}: {exc.strerror or exc}") from None
     if path != root and root not in path.parents:
         raise rd.RunDirError(f"run {rel!r} is outside the browsed folder")
-    if not is_run_dir(path):
+    try:
+        found = is_run_dir(path)
+    except OSError as exc:
+        raise rd.RunDirError(f"run {rel[:60]!r}: {exc.strerror or exc}") from None
+    if not found:
         raise rd.RunDirError(f"run {rel!r}: not a run directory (no metrics.jsonl or archive.sqlite)")
     return path
 
@@ -95,6 +106,18 @@ def status(run: rd.RunData, now: float | None = None) -> str:
     epoch_s = (run.metrics[-1].get("epoch_time_s") or 0) if run.metrics else 0
     window = max(120.0, 2 * float(epoch_s))
     return "running" if (now or time.time()) - newest <= window else "stopped"
+
+
+def run_rows(root: Path) -> list[dict]:
+    """The runs view: one row per run; a run that cannot be read (a truncated archive, an unreadable
+    folder) is a row with its ``error``, so one broken run never hides the others."""
+    rows = []
+    for path in discover(root):
+        try:
+            rows.append(run_row(root, path))
+        except (ValueError, OSError, sqlite3.DatabaseError) as exc:  # RunDirError and ArchiveError are ValueErrors
+            rows.append(dict(run=rel_name(root, path), name=path.name, error=f"{type(exc).__name__}: {exc}"))
+    return rows
 
 
 def run_row(root: Path, path: Path) -> dict:
@@ -255,52 +278,37 @@ def _brief(s: dict) -> dict:
     return dict(id=s["id"], reward=_num(s["reward"]), valid=bool(s["valid"]), epoch=s["epoch"])
 
 
-def grpo_advantages(rewards: list[float], estimator: str, norm_by_std: bool) -> list[float]:
-    """One group's advantages from the learner's own function (train.learner.grpo.compute_advantages, which
-    imports torch and verl: the run browser calls this in a worker process, see ui/server.py)."""
-    import torch
-
-    from train.learner.grpo import compute_advantages
-
-    mask = torch.ones((len(rewards), 1))
-    adv = compute_advantages(torch.tensor(rewards, dtype=torch.float64), np.zeros(len(rewards), dtype=np.int64), mask,
-                             estimator, norm_by_std)
-    return adv[:, 0].tolist()
+ADVANTAGES_MISSING = ("this run did not record advantages (runs archive each child's advantage as the update applied "
+                      "it since the run browser stopped recomputing them); the group's rewards are shown without them")
 
 
-def group(run: rd.RunData, arch: ReadOnlyArchive, sol, advantages=grpo_advantages) -> dict:
-    """The GRPO group that ``sol`` was sampled in: its siblings' rewards, and the advantages the
-    learner computes from them (``advantages``: grpo_advantages, with the run's estimator; a child the
-    evaluation infrastructure lost has none, as in train.learner)."""
+def group(run: rd.RunData, arch: ReadOnlyArchive, sol) -> dict:
+    """The GRPO group that ``sol`` was sampled in: its siblings' rewards and the advantages the update
+    applied, as the loop archived them (``advantage``, ``advantage_inputs``); nothing is recomputed. A
+    member with no advantage put no token in the update (lost by the evaluation infrastructure, or
+    truncated under trainer.mask_truncated); an older run without the records says so."""
     match = PROMPT_ID.match(sol.prompt_id or "")
     if match is None or sol.parent_id is None:
-        return dict(members=[], note="no GRPO group: not a sampled child (no prompt id)")
+        return dict(members=[], note="no GRPO group: not a sampled child (no prompt id)", recorded=False)
     prefix = f"e{match[1]}-p{match[2]}-g"
     members = arch.siblings(sol.parent_id, sol.epoch, prefix)
+    inputs = [m.advantage_inputs or {} for m in members]
     rows = [dict(id=m.id, g=int(m.prompt_id[len(prefix):]), reward=_num(m.reward), valid=m.valid, operator=m.operator,
-                 advantage=None, scored=not m.metrics.get("infra_error")) for m in members]
+                 advantage=_num(m.advantage), tokens=i.get("tokens"), scored=not m.metrics.get("infra_error"))
+            for m, i in zip(members, inputs)]
+    recorded = any(inputs)
+    estimator = next((dict(name=i.get("estimator"), norm_by_std=i.get("norm_by_std")) for i in inputs if i), None)
     note = None
     if rd.cfg_get(run.config, "trainer", "enabled", True) is False:
         note = "trainer.enabled is false: no GRPO step used these rewards"
-    else:
-        scored = [r for r in rows if r["scored"]]
-        if scored:
-            adv = advantages([r["reward"] for r in scored], str(rd.cfg_get(run.config, "trainer", "adv_estimator", "grpo")),
-                             bool(rd.cfg_get(run.config, "trainer", "norm_adv_by_std", True)))
-            for r, a in zip(scored, adv):
-                r["advantage"] = a
-    return dict(members=rows, note=note, prompt=prefix[:-2])
-
-
-def solution_group(path: Path, sid: int, advantages=grpo_advantages) -> dict:
-    run = rd.load_run(path)
-    with _archive(path) as arch:
-        return group(run, arch, arch.get(sid), advantages)
+    elif not recorded:
+        note = ADVANTAGES_MISSING
+    return dict(members=rows, note=note, prompt=prefix[:-2], recorded=recorded, estimator=estimator)
 
 
 def solution(path: Path, sid: int) -> dict:
-    """Everything about one solution but its GRPO group (``solution_group``: the first one imports
-    torch): fields, code, diffs against its parents, the prompt, its best children."""
+    """Everything about one solution: fields, code, diffs against its parents, the prompt, its GRPO
+    group (recorded advantages), its best children, and whether a picture of it was recorded."""
     run = rd.load_run(path)
     with _archive(path) as arch:
         sol = arch.get(sid)
@@ -317,9 +325,25 @@ def solution(path: Path, sid: int) -> dict:
         out["prompt"] = _ancestors_shown(run, arch, sol, sol.epoch, int(match[2]) if match else None)
         children, n_children = arch.child_summaries(sid, 20)
         out["children"], out["n_children"] = [_summary(c) for c in children], n_children
-    out["task"] = rd.cfg_get(run.config, "task", "name")
-    out["renderable"] = bool(out["task"] and has_renderer(out["task"]) and sol.valid)
+        out["group"] = group(run, arch, sol)
+        out["task"] = rd.cfg_get(run.config, "task", "name")
+        out["picture"] = picture_status(arch, sol, out["task"])
     return out
+
+
+def picture_status(arch: ReadOnlyArchive, sol, task: str | None) -> dict:
+    """Whether /api/render can draw ``sol`` (its artefact was recorded and the task has a render.py), and
+    if not, why: the page says what is missing instead of asking."""
+    if not (task and has_renderer(task)):
+        return dict(available=False, note=None)
+    if not sol.valid:
+        return dict(available=False, note="an invalid solution has no picture")
+    if "artefact" not in arch.columns:
+        return dict(available=False, note="this run predates recorded artefacts: no picture (the browser never "
+                                          "re-runs a program; runs since record what each valid program returned)")
+    if not arch.has_artefact(sol.id):
+        return dict(available=False, note="the run recorded no artefact for this solution (over the 64 KB limit)")
+    return dict(available=True, note=None)
 
 
 @lru_cache(maxsize=64)
@@ -368,21 +392,29 @@ def _thin(curve: np.ndarray, points: int) -> tuple[list[int], list]:
 
 
 def compare(root: Path, rels: list[str], k: int = ablation.TOP_K, points: int = 1500) -> dict:
-    """Several runs against children evaluated: best so far, top-k mean so far, valid fraction so
-    far (thinned to ``points`` each), and per group (the ablation variant, else the run) the
-    fixed-budget table and the area table at the shortest run's length."""
-    runs, grouped = [], {}
+    """Several runs against children evaluated: best so far, the top-k mean so far from the first
+    child after which k valid solutions exist (the starter counts; ``topk_from``, None if never; before
+    it the curve is empty, so it never falls), valid fraction so far (thinned to ``points`` each), and
+    per group (the ablation variant, else the run) the fixed-budget table and the area table at the
+    shortest run's length; ``errors``: runs whose archive could not be read."""
+    runs, grouped, errors = [], {}, []
     for rel in rels:
         path = resolve_run(root, rel)
         if not (path / "archive.sqlite").is_file():
             continue
-        curves = _curves(path, k)
+        try:
+            curves = _curves(path, k)
+        except (ValueError, sqlite3.DatabaseError) as exc:  # one unreadable archive: named, the others compared
+            errors.append(dict(run=rel, error=f"{type(exc).__name__}: {exc}"))
+            continue
         match = ablation.RUN.match(path.name)
         grouped.setdefault(match["variant"] if match else rel, []).append(curves)
         x, best = _thin(curves["best"], points)
+        full = curves["ranked"] >= k  # the top-k mean of k rewards: drawn from the first child where k are valid
         runs.append(dict(run=rel, variant=match["variant"] if match else rel, x=x, best=best,
-                         topk=_thin(curves["topk"], points)[1], valid=_thin(curves["valid"], points)[1],
-                         children=len(curves["best"])))
+                         topk=_thin(np.where(full, curves["topk"], np.nan), points)[1],
+                         topk_from=int(np.argmax(full)) + 1 if full.any() else None,
+                         valid=_thin(curves["valid"], points)[1], children=len(curves["best"])))
     lengths = [len(c["best"]) for cs in grouped.values() for c in cs]
     n = min(lengths) if lengths else 0
     tables = {}
@@ -390,4 +422,4 @@ def compare(root: Path, rels: list[str], k: int = ablation.TOP_K, points: int = 
         tables["budget"] = ablation.table_rows({v: [c["best"] for c in cs] for v, cs in grouped.items()},
                                                ablation.default_budgets({v: [c["best"] for c in cs] for v, cs in grouped.items()}))
         tables["area"] = ablation.budget_rows(grouped, n, k)
-    return dict(runs=runs, k=k, budget=n, tables=tables)
+    return dict(runs=runs, k=k, budget=n, tables=tables, errors=errors)

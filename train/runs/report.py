@@ -9,8 +9,9 @@ Given scripts/ablate.py output folders instead of a run directory, it writes the
 (train/runs/ablation_report.py): best so far against children evaluated per variant, per folder.
 
 Sections: reward curves, the Pareto front of each epoch's population, the lineage tree of the
-best solution, the task's own drawing of the best solution (re-run in the sandbox, checked by
-the verifier; needs tasks/<task>/render.py), and the time per phase. Images are embedded as
+best solution, the task's own drawing of the best solution (what its program returned when the
+run evaluated it, recorded in the archive; needs tasks/<task>/render.py; nothing is re-run), and
+the time per phase. Images are embedded as
 base64, so the HTML file works offline and can be mailed around; nothing needs a display or a
 network. The archive is only read, so reporting on a run that is still going is safe.
 Exit status: 0 written, 2 RUN_DIR is neither a run directory nor ablation folders.
@@ -19,8 +20,6 @@ Exit status: 0 written, 2 RUN_DIR is neither a run directory nor ablation folder
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import math
 import sys
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from train.runs import plots
 from train.runs import run_data as rd
 from train.runs.ablation import is_ablation_dir
 from train.runs.ablation_report import build_ablation_report
+from train.runs.drawing import rendering
 from train.runs.page import Section, render_html, save_png
 
 
@@ -42,57 +42,6 @@ class Sections(list):
     def add(self, title: str, png: str, fig, notes: list[str]) -> None:
         data = save_png(fig, self.folder / png) if fig is not None else b""
         self.append(Section(title, png if fig is not None else None, data, notes))
-
-
-def _load_render(path: Path):
-    """A task's render(artefact, ax), from its folder's render.py (task folders are data, not packages)."""
-    spec = importlib.util.spec_from_file_location(f"helix_render_{path.parent.name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    if not callable(getattr(module, "render", None)):
-        raise ValueError(f"{path} must define render(artefact, ax)")
-    return module.render
-
-
-def best_rendering(run: rd.RunData, best, execute: bool):
-    """(Figure or None, notes): the best program re-run ONLY in the sandbox, checked by the task's
-    verifier, and drawn by the task's render.py."""
-    from rewards.sandbox import run_program
-    from tasks import load_task
-
-    name = rd.cfg_get(run.config, "task", "name")
-    if best is None:
-        return None, ["the archive holds no valid solution yet: nothing to draw"]
-    if name is None:
-        return None, ["the task is unknown (no task.name in config.yaml): the rendering is skipped"]
-    try:
-        task = load_task(name)
-    except ValueError as exc:
-        return None, [f"task {name!r} cannot be loaded ({exc}): the rendering is skipped"]
-    render_path = task.folder / "render.py"
-    if not render_path.is_file():
-        return None, [f"task {name!r} has no render.py: the rendering is skipped (add "
-                      f"{render_path.relative_to(task.folder.parent.parent)} with render(artefact, ax) to draw its solutions)"]
-    if not execute:
-        return None, ["--no-exec: the best program was not re-run, so it is not drawn"]
-    timeout = float(rd.cfg_get(run.config, "task", "timeout_s", task.timeout_s))
-    memory = int(rd.cfg_get(run.config, "task", "memory_mb", task.memory_mb))
-    result = run_program(best.code, task.run_entry, timeout, memory, harness=task.harness, files=task.data_files)
-    if result.status != "ok":
-        return None, [f"re-running solution #{best.id} in the sandbox failed ({result.status}: {result.error[:300]}); "
-                      "it is not drawn"]
-    verdict = task.verify(result.value)
-    notes = [f"solution #{best.id} re-run in the sandbox ({result.elapsed_s:.2f} s) and checked by the verifier: "
-             f"reward {verdict.reward:.10g}, {'valid' if verdict.valid else 'INVALID'}; {verdict.feedback[:300]}"]
-    if verdict.valid and not math.isclose(verdict.reward, best.reward, rel_tol=1e-9, abs_tol=1e-12):
-        notes.append(f"the re-run reward differs from the archived {best.reward:.10g} (a non-deterministic program?)")
-    try:
-        fig = plots.plot_artefact(_load_render(render_path), result.value,
-                                  f"best solution #{best.id} (epoch {best.epoch}): reward {verdict.reward:.8g}"
-                                  f"{'' if verdict.valid else ' (INVALID)'}")
-    except Exception as exc:
-        return None, notes + [f"{render_path} failed: {type(exc).__name__}: {exc}"]
-    return fig, notes
 
 
 def _fmt(value) -> str:
@@ -192,10 +141,11 @@ def _phases_section(sections: Sections, metrics: list[dict]) -> None:
         sections.append(Section("Time per phase", notes=notes))
 
 
-def build_report(run_dir: str | Path, out: str | Path | None = None, execute: bool = True,
+def build_report(run_dir: str | Path, out: str | Path | None = None, draw: bool = True,
                  lineages: tuple[int, ...] = ()) -> Path:
     """Write the HTML (default RUN_DIR/report/report.html) and its PNGs beside it; returns the HTML path.
-    ``lineages``: solution ids whose lineage trees are drawn too (a crossover child, say)."""
+    ``draw``: the best solution's recorded artefact through the task's render.py; ``lineages``: solution
+    ids whose lineage trees are drawn too (a crossover child, say)."""
     run = rd.load_run(run_dir)
     out = Path(out) if out is not None else run.path / "report" / "report.html"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -209,8 +159,9 @@ def build_report(run_dir: str | Path, out: str | Path | None = None, execute: bo
             archive_size, best = arch.count(), arch.best()
             _population_section(sections, arch, run)
             _lineage_sections(sections, arch, best, lineages)
+            drawn = rendering(run, arch, best) if draw else (None, ["--no-exec: the task's render.py was not run"])
         code = best.code if best is not None else None
-        sections.add("Best solution", "best_solution.png", *best_rendering(run, best, execute))
+        sections.add("Best solution", "best_solution.png", *drawn)
     _operators_section(sections, run.metrics)
     _phases_section(sections, run.metrics)
     epochs_done = max(r["epoch"] for r in run.metrics) if run.metrics else None
@@ -225,7 +176,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="report.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", nargs="+", help="a run directory (e.g. runs/latest), or scripts/ablate.py output folder(s)")
     parser.add_argument("--out", default=None, help="the HTML file to write; PNGs go beside it (default RUN_DIR/report/report.html)")
-    parser.add_argument("--no-exec", action="store_true", help="do not re-run the best program (no task rendering)")
+    parser.add_argument("--no-exec", action="store_true",
+                        help="do not run the task's render.py on the best solution's recorded artefact (no drawing)")
     parser.add_argument("--lineage", type=int, action="append", default=[], metavar="ID",
                         help="also draw the lineage of solution ID (repeatable), e.g. a crossover child")
     args = parser.parse_args(argv)
@@ -236,7 +188,7 @@ def main(argv=None) -> int:
                 raise rd.RunDirError("--lineage is for a run directory, not ablation folders")
             path = build_ablation_report(folders, Path(args.out) if args.out else folders[0] / "report" / "report.html")
         else:
-            path = build_report(folders[0], args.out, execute=not args.no_exec, lineages=tuple(args.lineage))
+            path = build_report(folders[0], args.out, draw=not args.no_exec, lineages=tuple(args.lineage))
     except (rd.RunDirError, ArchiveError) as exc:
         print(f"report: error: {exc}", file=sys.stderr)
         return 2

@@ -15,8 +15,6 @@ import numpy as np
 import yaml
 
 from population.archive import Archive, ReadOnlyArchive
-from population.diversity import knn_diversity
-from population.selection import nondominated_fronts
 
 PHASES = (("gen_time_s", "generate"), ("eval_time_s", "evaluate"), ("train_time_s", "train"),
           ("weight_sync_time_s", "weight sync"), ("embed_select_time_s", "embed + select"), ("checkpoint_time_s", "checkpoint"))
@@ -175,6 +173,8 @@ def phase_times(metrics: list[dict]) -> tuple[np.ndarray, dict[str, np.ndarray],
 
 def pareto_front(rewards: np.ndarray, diversity: np.ndarray) -> np.ndarray:
     """Indices of the non-dominated points of (reward, Div), both maximised (NaN Div: excluded)."""
+    from population.selection import nondominated_fronts  # pymoo and scipy: ~1 s, paid by the pages that draw fronts
+
     rewards, diversity = np.asarray(rewards, np.float64), np.asarray(diversity, np.float64)
     ok = np.flatnonzero(np.isfinite(rewards) & np.isfinite(diversity))
     if not len(ok):
@@ -205,6 +205,8 @@ def populations(arch: ReadOnlyArchive, knn_k: int) -> list[PopulationPoints]:
 def population_at(arch: ReadOnlyArchive, epoch: int, knn_k: int, programs: list | None = None) -> PopulationPoints:
     """One epoch of ``populations``; ``programs``: a list that caches the programs' embeddings
     across calls (filled on first need)."""
+    from population.diversity import knn_diversity
+
     programs = [] if programs is None else programs
     _, ids = arch.get_population(epoch)
     rewards = arch.rewards(ids)
