@@ -1,5 +1,5 @@
 """The ``model:`` and ``trainer:`` config sections, owned by the room that uses them. A field's range
-sits in its annotation (``Annotated[int, ">= 1"]``: the bound, then why); train.loop.config checks
+sits in its annotation (``Annotated[int, ">= 1"]``: the bound, then why); train.config.config checks
 every bound at load, so this room needs no validator of its own."""
 
 from __future__ import annotations
