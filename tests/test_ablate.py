@@ -101,7 +101,9 @@ def test_a_variant_that_sets_one_nested_key_names_that_key(tmp_path, monkeypatch
     """An overlay may set a key of a nested section (rollout.vllm): the variant is that one setting, by its
     full dotted name, and its override leaves the rest of the section as the config has it."""
     (tmp_path / "bigger_kv.yaml").write_text("rollout: {vllm: {kv_cache_gb: 8}, engine: vllm}\nevolution: {operators: {rewrite: 1}}\n")
-    monkeypatch.setattr(ablate, "ABLATIONS", tmp_path)
+    from train.config import variants
+
+    monkeypatch.setattr(variants, "ABLATIONS", tmp_path)  # the overlays the runner and the run name read
     assert ablate.variant_settings("bigger_kv") == {"rollout.vllm.kv_cache_gb": 8, "rollout.engine": "vllm",
                                                    "evolution.operators": {"rewrite": 1}}
     assert ablate.variant_overrides("bigger_kv") == ["rollout.vllm.kv_cache_gb=8", "rollout.engine=vllm",
