@@ -69,7 +69,7 @@ class EvolutionConfig:
 
     # weights, normalised: edit (SEARCH/REPLACE, the paper), rewrite (whole program), crossover
     # (two parents from different lineages), best_shot (FunSearch's k best versions of the function).
-    # Every weight >= 0 and one > 0 (checked at load with the operator names: train.loop.config).
+    # Every weight >= 0 and one > 0 (checked at load with the operator names: train.config.config).
     operators: dict[str, float] = field(default_factory=lambda: {"edit": 1.0})
     best_shot_k: Annotated[int, ">= 1"] = 2  # programs shown as versions v0..v{k-1}
     # A child that is a program an earlier epoch already archived (same code up to layout and

@@ -6,7 +6,7 @@
 
 import sys
 
-from train.loop.export_cli import main
+from train.commands.export_cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -4,12 +4,12 @@ cores that keep evaluation under generation, from measured rates (a PROJECTION, 
     .venv/bin/python scripts/plan_scale.py --config configs/circle_packing_14b.yaml \
         --gen-tok-s-per-gpu 850 --train-tok-s-per-gpu 1670 --node-cores 112 --params 14.77e9 --disk-gb-s 2
 
-The model and its arithmetic are train/loop/scale_plan.py (``--help`` for every flag).
+The model and its arithmetic are train/commands/scale_plan.py (``--help`` for every flag).
 """
 
 import sys
 
-from train.loop.scale_plan import main
+from train.commands.scale_plan import main
 
 if __name__ == "__main__":
     sys.exit(main())

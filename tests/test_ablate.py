@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from population.archive import Archive
-from train.loop import ablate
+from train.commands import ablate
 from train.runs import ablation
 
 
@@ -57,7 +57,7 @@ def _fake_helix(calls):
 def test_any_task_config_gets_every_variant_with_no_files_of_its_own(tmp_path, monkeypatch):
     """keane_bump_20 has configs/keane_bump_20.yaml and nothing under configs/ablations/: each run is that config
     plus the variant's setting(s) as dotted overrides (last, so they hold), and resolves to exactly that."""
-    from train.loop.config import load_config, to_dict
+    from train.config.config import load_config, to_dict
 
     calls = []
     monkeypatch.setattr(ablate.subprocess, "run", _fake_helix(calls))
@@ -101,16 +101,18 @@ def test_a_variant_that_sets_one_nested_key_names_that_key(tmp_path, monkeypatch
     """An overlay may set a key of a nested section (rollout.vllm): the variant is that one setting, by its
     full dotted name, and its override leaves the rest of the section as the config has it."""
     (tmp_path / "bigger_kv.yaml").write_text("rollout: {vllm: {kv_cache_gb: 8}, engine: vllm}\nevolution: {operators: {rewrite: 1}}\n")
-    monkeypatch.setattr(ablate, "ABLATIONS", tmp_path)
+    from train.config import variants
+
+    monkeypatch.setattr(variants, "ABLATIONS", tmp_path)  # the overlays the runner and the run name read
     assert ablate.variant_settings("bigger_kv") == {"rollout.vllm.kv_cache_gb": 8, "rollout.engine": "vllm",
                                                    "evolution.operators": {"rewrite": 1}}
     assert ablate.variant_overrides("bigger_kv") == ["rollout.vllm.kv_cache_gb=8", "rollout.engine=vllm",
                                                      'evolution.operators={"rewrite": 1}']
-    from train.loop.config import load_config
+    from train.config.config import load_config
 
     cfg = load_config(ablate.CONFIGS / "quickstart.yaml", ablate.variant_overrides("bigger_kv"))
     assert (cfg.rollout.vllm.kv_cache_gb, cfg.rollout.vllm.dtype, cfg.evolution.operators) == (8.0, "auto", {"rewrite": 1})
-    from train.loop.run_name import variant_of
+    from train.config.run_name import variant_of
 
     assert variant_of(cfg) == "bigger_kv"  # a run of that variant is named after it, nested key and all
     assert variant_of(load_config(ablate.CONFIGS / "quickstart.yaml", ["rollout.engine=vllm", "evolution.operators={rewrite: 1}"])) \

@@ -2,12 +2,15 @@
 and tasks/; none of them imports train/, rollout/ uses only tasks/, and no two modules import each
 other, directly or around a longer loop. Imports inside functions count too.
 
-Inside train/ the rooms have walls: the learner (train/learner/) imports no other HELIX package and
-no other room, so the GRPO update can be read, tested and reused alone; the run (train/loop/) is
-imported by no module but the entry points; the warm start (train/warm_start/) is built from its
-explicit inputs and reaches into the run room only from its command line (``__main__``); the reading
-room (train/runs/) reads what runs wrote and imports no part of the run (tests/test_import_paths.py
-says what else it may use)."""
+Inside train/ the rooms have walls, and the arrows between them point down (ROOM_IMPORTS):
+the learner (train/learner/) imports no other HELIX package and no other room, so the GRPO update
+can be read, tested and reused alone; the warm start (train/warm_start/) is built from its explicit
+inputs with the learner's model loading; the config (train/config/) composes the sections that live
+with the code reading them (the learner's, the warm start's); the reading room (train/runs/) reads
+what runs wrote and imports no part of the run (tests/test_import_paths.py says what else it may use);
+the run (train/loop/) stands on its config and the learner and imports neither the commands nor the
+reading room; the commands (train/commands/) stand on everything. Only the entry points
+(train/helix.py, ``python -m train.warm_start``), the commands and scripts/ import the run."""
 
 import ast
 from pathlib import Path
@@ -19,9 +22,18 @@ ALLOWED = {"train": {"rollout", "population", "rewards", "tasks"}, "rollout": {"
            "population": set(), "rewards": set(), "tasks": set()}
 
 
-ROOMS = ("train.learner", "train.loop", "train.warm_start", "train.runs")
-# The only modules that may import the run room (besides the room itself): the commands.
+ROOMS = ("train.learner", "train.warm_start", "train.config", "train.runs", "train.loop", "train.commands")
+# The command lines: they may import any room (``python -m train.warm_start`` is the warm-start command's).
 ENTRY_POINTS = {"train.helix", "train.warm_start.__main__"}
+# Which other rooms each room may import: every arrow points down this table.
+ROOM_IMPORTS = {
+    "train.learner": set(),
+    "train.warm_start": {"train.learner"},
+    "train.config": {"train.learner", "train.warm_start"},  # their sections (learner.config, warm_start.config)
+    "train.runs": {"train.learner"},
+    "train.loop": {"train.learner", "train.config"},  # a model path in, no warm start, no command, no report
+    "train.commands": {"train.learner", "train.warm_start", "train.config", "train.runs", "train.loop"},
+}
 
 
 def modules() -> dict[str, Path]:
@@ -35,6 +47,9 @@ def modules() -> dict[str, Path]:
 
 
 def room(module: str) -> str | None:
+    """The room a module lives in; None for an entry point, which stands outside every room."""
+    if module in ENTRY_POINTS:
+        return None
     return next((r for r in ROOMS if module == r or module.startswith(r + ".")), None)
 
 
@@ -106,10 +121,31 @@ def test_the_learner_room_imports_nothing_outside_itself():
     assert wrong == []
 
 
-def test_only_the_entry_points_import_the_run_room():
+def test_only_the_entry_points_and_the_commands_import_the_run_room():
     wrong = sorted((m, t) for m, targets in import_graph().items() for t in targets
-                   if room(t) == "train.loop" and room(m) != "train.loop" and m not in ENTRY_POINTS)
+                   if room(t) == "train.loop" and room(m) not in ("train.loop", "train.commands") and m not in ENTRY_POINTS)
     assert wrong == []
+
+
+def crossings(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(module, import) pairs where a room imports a room ROOM_IMPORTS does not give it."""
+    return sorted((m, t) for m, targets in graph.items() for t in targets
+                  if room(m) and room(t) and room(t) != room(m) and room(t) not in ROOM_IMPORTS[room(m)])
+
+
+def test_every_room_imports_only_the_rooms_below_it():
+    """The run imports neither the commands nor the reading room; the learner, warm start, config and
+    reading rooms import neither the run nor the commands; nothing climbs back up."""
+    assert set(ROOM_IMPORTS) == set(ROOMS)
+    assert crossings(import_graph()) == []
+
+
+def test_the_room_check_sees_a_climb():
+    graph = {"train.config.run_name": {"train.commands.ablate"}, "train.loop.epoch_loop": {"train.warm_start.build"},
+             "train.warm_start.build": {"train.learner.models"}, "train.helix": {"train.loop.epoch_loop"},
+             "train.warm_start.__main__": {"train.commands.warm_start"}}
+    assert crossings(graph) == [("train.config.run_name", "train.commands.ablate"),
+                                ("train.loop.epoch_loop", "train.warm_start.build")]
 
 
 def test_every_train_module_lives_in_a_room_or_is_an_entry_point():

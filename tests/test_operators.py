@@ -17,7 +17,7 @@ from rollout.engines import ENGINES, Completion, HFEngine
 from rollout.operators import OPERATORS, Operator, function_source, make_operator, register_operator
 from rollout.prompts import PromptBuilder
 from tasks import load_task
-from train.loop.config import ConfigError, load_config
+from train.config.config import ConfigError, load_config
 
 PARENT = '''import numpy as np
 

@@ -1,4 +1,4 @@
-"""scripts/plan_scale.py (train/loop/scale_plan.py): the projection's arithmetic against hand-computed values, the sandbox
+"""scripts/plan_scale.py (train/commands/scale_plan.py): the projection's arithmetic against hand-computed values, the sandbox
 rate read from a BENCHMARKS.md table, and the command line end to end on a paper config."""
 
 import math
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from train.loop import scale_plan as ps
+from train.commands import scale_plan as ps
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -22,8 +22,8 @@ from rewards.ray_eval import ClusterLost
 from rewards.ray_gcs import RayUnreachable, handshake
 from rewards.ray_worker import package_digest
 from tasks.base import Verdict
+from train.commands.ray_precheck import ray_address
 from train.loop.checkpoint import stop_line
-from train.loop.ray_precheck import ray_address
 
 ROOT = Path(__file__).resolve().parents[1]
 

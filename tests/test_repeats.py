@@ -10,8 +10,8 @@ from population.child import Child
 from rewards.evaluator import Evaluation
 from rollout.engine_api import Completion
 from tasks import load_task
+from train.config.config import ConfigError, load_config
 from train.loop.children import Job, evaluate_children, repeat_feedback
-from train.loop.config import ConfigError, load_config
 
 BIGGER = ("<answer>\n<<<<<<< SEARCH\n    centers[0] = [0.5, 0.5]\n=======\n    centers[0] = [0.5, 0.51]\n"
           ">>>>>>> REPLACE\n</answer>")

@@ -226,7 +226,7 @@ def test_archive_rewind_moves_rows_aside(tmp_path):
 
 
 def test_export_cli_errors_are_clear(tmp_path, capsys):
-    from train.loop.export_cli import main as export_main
+    from train.commands.export_cli import main as export_main
 
     assert export_main([str(tmp_path), str(tmp_path / "out")]) == 2
     assert "not a usable run directory" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""The task check (train/loop/task_check.py) and the scaffold (tasks/scaffold.py): a broken task folder is one
+"""The task check (train/commands/task_check.py) and the scaffold (tasks/scaffold.py): a broken task folder is one
 line naming the file and the problem, exit code 2, before anything heavy loads."""
 
 import itertools
@@ -11,8 +11,8 @@ import pytest
 from tasks.base import TASKS_DIR
 from tasks.scaffold import FILES, new_task
 from tasks.scaffold import main as scaffold_main
-from train.loop.task_check import TaskCheckError, check_task
-from train.loop.task_check import main as check_main
+from train.commands.task_check import TaskCheckError, check_task
+from train.commands.task_check import main as check_main
 
 ROOT = Path(__file__).resolve().parents[1]
 _count = itertools.count()

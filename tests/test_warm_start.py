@@ -219,7 +219,7 @@ def test_cached_prompt_loss_equals_the_plain_answer_nll(tiny_model):
 
 def _inputs(tmp_path, operators: dict | None = None, **ws):
     """The warm start's inputs as a run with these settings gathers them."""
-    from train.loop.config import load_config, warm_start_inputs
+    from train.config.config import load_config, warm_start_inputs
 
     overrides = [f"model.cache_dir={tmp_path / 'cache'}", "model.policy=tiny-random", "warm_start.enabled=true",
                  "warm_start.parents=2", "warm_start.answers_per_parent=3", "warm_start.epochs=2", "warm_start.lr=1e-3",
@@ -289,7 +289,7 @@ def test_auto_dtype_trains_in_bf16_only_on_a_cpu_with_native_bf16_and_keys_the_c
 
 
 def test_the_old_bf16_switch_is_refused_with_the_new_key_named(tmp_path):
-    from train.loop.config import ConfigError, load_config
+    from train.config.config import ConfigError, load_config
 
     with pytest.raises(ConfigError, match="dtype"):
         load_config(None, ["warm_start.bf16=false"])

@@ -94,7 +94,7 @@ def test_grown_programs_grow_again_but_never_multiply_up(tmp_path, tokenizer, mo
     growths of a grown term would give (and which is symreg_physics' law)."""
     import rewards
     from rewards.evaluator import Evaluation
-    from train.loop.config import load_config, warm_start_inputs
+    from train.config.config import load_config, warm_start_inputs
     from train.warm_start.build import cache_key, make_examples
 
     class _AllValid:

@@ -6,7 +6,8 @@
     python train/helix.py export runs/circle_packing_26-helix-20261122-101500 my-model/
     python train/helix.py ui runs/                  # the run browser (train/runs/ui)
     python train/helix.py new-task my_task        # tasks/my_task/ from a template (tasks/scaffold.py)
-    python train/helix.py check-task my_task      # the task check every run starts with (train/loop/task_check.py)
+    python train/helix.py check-task my_task      # the task check every run starts with (train/commands/task_check.py)
+    python train/helix.py warm-start --config configs/quickstart.yaml  # the warm-started policy (train/commands/warm_start.py)
 
 Per epoch: sample B parents -> build eq.-5 prompts -> G rollouts each -> apply SEARCH/REPLACE
 edits -> evaluate children in the sandbox -> GRPO step -> embed + kNN diversity (eq. 6) ->
@@ -23,11 +24,11 @@ if __package__ in (None, ""):  # run as a script: import this checkout's package
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     if __name__ == "__main__" and sys.argv[1:2] in (["new-task"], ["check-task"]):  # seconds: no torch
         from tasks.scaffold import main as _new_task_main
-        from train.loop.task_check import main as _check_main
+        from train.commands.task_check import main as _check_main
 
         sys.exit((_new_task_main if sys.argv[1] == "new-task" else _check_main)(sys.argv[2:]))
     if __name__ == "__main__":  # a wrong task.ray_address: one line within seconds, before torch is imported
-        from train.loop.ray_precheck import early_ray_check
+        from train.commands.ray_precheck import early_ray_check
 
         early_ray_check(sys.argv[1:])
 
@@ -46,21 +47,27 @@ if "DS_ACCELERATOR" not in os.environ and not torch.cuda.is_available():
 from rewards.ray_eval import ClusterLost, RayUnreachable
 from rollout.openai_engine import EndpointError
 from tasks.scaffold import main as new_task_main
+from train.commands.export_cli import main as export_main
+from train.commands.task_check import TaskCheckError, check_task
+from train.commands.task_check import main as check_task_main
+from train.commands.warm_start import main as warm_start_main
+from train.commands.warm_start import resolve_policy
+from train.config.config import ConfigError, HelixConfig, load_config
 from train.learner.backends import needs_process_group
 from train.learner.distributed import DistInfo, init_distributed, shutdown
 from train.learner.models import ModelNotFoundError
 from train.loop.checkpoint import latest_checkpoint, stop_line
-from train.loop.config import ConfigError, HelixConfig, load_config
 from train.loop.epoch_loop import HelixRun
-from train.loop.export_cli import main as export_main
 from train.loop.interrupt import InterruptGuard
-from train.loop.task_check import TaskCheckError, check_task
-from train.loop.task_check import main as check_task_main
 
 
 def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None = None) -> Path | None:
-    """The whole run (``train.loop.epoch_loop.HelixRun``); ``resume`` is a checkpoint directory to continue from."""
-    return HelixRun(cfg, config_stem, info, resume=resume).train()
+    """The whole run (``train.loop.epoch_loop.HelixRun``); ``resume`` is a checkpoint directory to continue from.
+    The checks that cost seconds come first, then the warm start (every rank: one builds, the others wait
+    for it), so the run is built from a model path and its constructor fine-tunes nothing."""
+    HelixRun.preflight(cfg, info)
+    policy = resolve_policy(cfg, info.is_main)
+    return HelixRun(cfg, config_stem, info, policy, resume=resume).train()
 
 
 def _resolve_resume(target: str) -> tuple[Path, Path]:
@@ -99,13 +106,15 @@ def _stop_message(cfg: HelixConfig, event: str, detail: str = "", before_run: st
         "; nothing to resume: start it again"
 
 
-SUBCOMMANDS = ("export", "ui", "new-task", "check-task")  # helix SUBCOMMAND ...: each its own command line
+SUBCOMMANDS = ("export", "ui", "new-task", "check-task", "warm-start")  # helix SUBCOMMAND ...: each its own command line
 
 
 def _subcommand(name: str, args: list[str]) -> int:
-    """helix export / ui / new-task / check-task: each its own small command line."""
+    """helix export / ui / new-task / check-task / warm-start: each its own small command line."""
     if name == "export":  # a run's policy as a Hugging Face model directory
         return export_main(args)
+    if name == "warm-start":  # build (or find) the warm-started policy a run with this config starts from
+        return warm_start_main(args)
     if name == "ui":  # the read-only run browser
         from train.runs.ui.server import main as ui_main
 
@@ -118,7 +127,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="helix", description="HELIX: GRPO + NSGA-II evolutionary program search. "
         "Also: 'helix export RUN_DIR OUT_DIR' writes a run's policy as a Hugging Face model directory; "
         "'helix ui PATH' opens the run browser on a run or a folder of runs; "
-        "'helix new-task NAME' writes tasks/NAME/ from a template; 'helix check-task NAME' checks a task folder.")
+        "'helix new-task NAME' writes tasks/NAME/ from a template; 'helix check-task NAME' checks a task folder; "
+        "'helix warm-start --config CONFIG' builds (or finds) the warm-started policy a run with that config starts from.")
     parser.add_argument("--config", help="YAML file under configs/ (a new run)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its newest complete checkpoint, "
                         "with the run's own config.yaml (overrides still apply, e.g. trainer.epochs=120)")

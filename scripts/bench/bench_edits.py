@@ -79,8 +79,8 @@ def main(argv=None) -> None:
     from rollout.engine_api import SamplingParams
     from rollout.vllm_engine import VLLMEngine
     from tasks import load_task
+    from train.config.config import load_config, warm_start_inputs
     from train.learner.models import load_policy, resolve_policy_path
-    from train.loop.config import load_config, warm_start_inputs
     from train.warm_start.build import ensure_warm_start
 
     cfg = load_config(args.config, ["warm_start.enabled=true"])

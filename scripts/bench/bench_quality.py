@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from train.loop import ablate
+from train.commands import ablate
 
 VARIANTS = ["helix", "evo_only", "train_only", "best_of_n"]
 # Smaller than the paper on purpose: 2 cores must finish 2 tasks x 4 variants x 3 seeds.

@@ -38,7 +38,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
 
-from train.loop.scale_plan import FLOPS_FORMULA, mfu, model_flops
+from train.commands.scale_plan import FLOPS_FORMULA, mfu, model_flops
 
 SHAPES = {
     # Qwen2.5-1.5B's shape.

@@ -1,5 +1,5 @@
 """The ``model:`` and ``trainer:`` config sections, owned by the room that uses them. A field's range
-sits in its annotation (``Annotated[int, ">= 1"]``: the bound, then why); train.loop.config checks
+sits in its annotation (``Annotated[int, ">= 1"]``: the bound, then why); train.config.config checks
 every bound at load, so this room needs no validator of its own."""
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ class TrainerConfig:
     epochs: Annotated[int, ">= 1"] = 80
     prompts_per_epoch: Annotated[int, ">= 1"] = 8  # B: parents sampled per epoch
     lr: Annotated[float, ">= 0"] = 1e-6
-    weight_decay: Annotated[float, ">= 0"] = 0.0
-    grad_clip: Annotated[float, "> 0"] = 1.0
+    weight_decay: Annotated[float, ">= 0"] = 0.0  # AdamW's decoupled weight decay (paper: none)
+    grad_clip: Annotated[float, "> 0"] = 1.0  # the gradients' total norm is clipped to this before each optimizer step
     adv_estimator: str = "grpo"  # any name in verl's advantage-estimator registry
     norm_adv_by_std: bool = True
     policy_loss: str = "vanilla"  # any name in verl's policy-loss registry
@@ -64,6 +64,6 @@ class TrainerConfig:
     # (rollout_logprob_diff); token / sequence = verl's truncated importance sampling (TIS) weights
     # pi_trainer / pi_engine, capped at rollout_is_threshold. Needs rollout.temperature 1.0.
     rollout_is: Literal["none", "token", "sequence"] = "none"
-    rollout_is_threshold: Annotated[float, ">= 1 (the cap on pi_trainer / pi_engine)"] = 2.0
+    rollout_is_threshold: Annotated[float, ">= 1 (the cap on pi_trainer / pi_engine)"] = 2.0  # rollout_is's cap on each weight
     # linear warmup over this many optimizer steps, then constant (paper: constant)
     lr_warmup_steps: Annotated[int, ">= 0"] = 0

@@ -28,6 +28,8 @@ from rollout.engines import Completion, SamplingParams, build_engine, engine_nee
 from rollout.operators import function_source, make_operator
 from rollout.prompts import PromptBuilder
 from tasks import load_task
+from train.config.config import ConfigError, HelixConfig
+from train.config.run_name import default_run_name
 from train.learner import console
 from train.learner.distributed import DistInfo, broadcast, gather, shard
 from train.learner.export import export_hf, export_state
@@ -35,13 +37,10 @@ from train.learner.learner import Learner, Sample
 from train.learner.models import TINY_RANDOM, cache_root, load_policy, load_tokenizer, resolve_policy_path
 from train.loop.checkpoint import checkpoint_logs, load_checkpoint, save_checkpoint
 from train.loop.children import BackgroundEvaluation, Job
-from train.loop.config import ConfigError, HelixConfig, warm_start_inputs
 from train.loop.epoch_metrics import add_phase_times, epoch_metrics, operator_metrics
 from train.loop.evolution import Evolution
 from train.loop.no_learning import LearningWatch
 from train.loop.run_dir import RunDir, table_header, table_row
-from train.loop.run_name import default_run_name
-from train.warm_start.build import policy_source
 
 
 @dataclass
@@ -114,28 +113,32 @@ def seed_everything(seed: int) -> None:
 
 
 class HelixRun:
-    def __init__(self, cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None = None):
-        """Everything a run holds: the policy, its learner and engine on every rank, and rank 0's
-        ``MainState``. ``resume`` is a checkpoint directory to continue from."""
-        seed_everything(cfg.run.seed)
+    @staticmethod
+    def preflight(cfg: HelixConfig, info: DistInfo) -> None:
+        """What must hold before anything is loaded, warm-started or written (the entry point calls it
+        first, train/helix.py): a wrong URL or Ray address costs seconds, and no run directory."""
         if cfg.trainer.prompts_per_epoch < info.world:
             raise ConfigError(f"trainer.prompts_per_epoch = {cfg.trainer.prompts_per_epoch} must be >= the number "
                               f"of ranks ({info.world})")
-        self.cfg, self.info, self.resume = cfg, info, resume
         # The engine's own checks (openai: the server answers and serves the model) come before
         # anything is loaded or written: a wrong URL costs seconds, and no run directory.
         preflight_engine(cfg.rollout.engine, cfg.rollout, model_name=cfg.model.policy)
         if cfg.task.eval_backend == "ray" and info.is_main:
             check_reachable(cfg.task.ray_address)  # likewise: no Ray cluster is an error within seconds
+
+    def __init__(self, cfg: HelixConfig, config_stem: str, info: DistInfo, policy: str, resume: Path | None = None):
+        """Everything a run holds: the policy, its learner and engine on every rank, and rank 0's
+        ``MainState``. ``policy`` is the model to load: ``model.policy`` or its warm-started copy,
+        resolved before the run is built (train.commands.warm_start.resolve_policy; every rank the
+        same). ``resume`` is a checkpoint directory to continue from."""
+        seed_everything(cfg.run.seed)
+        self.cfg, self.info, self.resume = cfg, info, resume
         self.task = load_task(cfg.task.name)
         self.progress = cfg.run.progress and info.is_main
         # EvoOnly with an engine that holds its own policy (openai: the server's) needs the
         # tokenizer alone: no weights are loaded, warm-started or exported.
         self.needs_weights = cfg.trainer.enabled or engine_needs_weights(cfg.rollout.engine)
-        if not self.needs_weights and cfg.warm_start.enabled and info.is_main:
-            print(f"[helix] warm_start skipped: rollout.engine={cfg.rollout.engine} samples from its own model", flush=True)
-        # model.policy, or its warm-started copy (built once, cached)
-        self.policy = policy_source(warm_start_inputs(cfg)) if self.needs_weights else cfg.model.policy
+        self.policy = policy
         cfg.run.name = broadcast(cfg.run.name or default_run_name(cfg), info)
         self.library_log = None  # where library chatter goes (run.library_logs: file): the terminal stays readable
         if cfg.run.library_logs == "file":

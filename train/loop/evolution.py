@@ -23,7 +23,7 @@ from population.knn_index import make_knn_index
 from population.pairing import choose_mate, choose_shots
 from population.sampling import sample_parents
 from population.selection import Pool, make_strategy
-from train.loop.config import HelixConfig
+from train.config.config import HelixConfig
 
 POOL = np.dtype([("id", np.int64), ("reward", np.float64), ("valid", np.bool_), ("tag", np.int64)])
 SLOTS = np.dtype([("id", np.int64), ("tag", np.int64)])

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from train.loop.config import HelixConfig
+from train.config.config import HelixConfig
 
 
 @dataclass

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from train.loop.config import HelixConfig, dump_config, to_dict
+from train.config.config import HelixConfig, dump_config, to_dict
 
 # Columns of the console table, in order: (metric key, header, format).
 TABLE = [

@@ -1,8 +1,8 @@
 """The ``warm_start:`` config section, and the warm start's inputs.
 
 ``WarmStartConfig`` is the recipe (a section of the run's config, bounds in its annotations, checked
-by train.loop.config). ``WarmStartInputs`` is everything the warm start reads, the recipe included:
-the run gathers it from its config once (train.loop.config.warm_start_inputs), so this room never
+by train.config.config). ``WarmStartInputs`` is everything the warm start reads, the recipe included:
+the run gathers it from its config once (train.config.config.warm_start_inputs), so this room never
 walks the run's config object and imports nothing from the run room."""
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
+    from train.config.config import ConfigError, load_config
     from train.learner.export import export_checkpoint
     from train.loop.checkpoint import latest_checkpoint
-    from train.loop.config import ConfigError, load_config
 
     parser = argparse.ArgumentParser(prog="helix export", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -2,7 +2,7 @@
 
 Importing torch and the config's registries takes seconds on a quiet machine and tens of seconds
 on a busy one; a wrong Ray address should cost one line within seconds (README: Evaluation on a
-Ray cluster). This reads the two settings the way ``train.loop.config.load_config`` composes them
+Ray cluster). This reads the two settings the way ``train.config.config.load_config`` composes them
 (YAML ``base:`` chain, then the dotted overrides) with nothing but yaml, and runs the Ray
 handshake (rewards.ray_gcs). HelixRun checks again with the validated config.
 """

@@ -1,7 +1,7 @@
 """A new run's folder name: ``<task>-<variant>-<timestamp>``, e.g. ``spread_points_12-helix-20261201-101500``.
 
 The variant is the ablation variant the config amounts to: the overlay in configs/ablations/ (what
-scripts/ablate.py applies and its report names, train/loop/ablate.py) whose every setting the config
+scripts/ablate.py applies and its report names, train/commands/ablate.py) whose every setting the config
 holds, the one with most settings when several do (best_of_n = evo_only + no population); ``helix``
 when none does. So ``trainer.enabled=false`` names the run ``...-evo_only-...`` whichever config it
 came from, and a quickstart run on another task is named after that task, not after the config.
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import time
 
-from train.loop.ablate import available_variants, variant_settings
-from train.loop.config import HelixConfig, to_dict
+from train.config.config import HelixConfig, to_dict
+from train.config.variants import available_variants, variant_settings
 
 
 def _holds(config: dict, dotted: str, value) -> bool:

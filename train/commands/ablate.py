@@ -30,43 +30,15 @@ from pathlib import Path
 
 import yaml
 
+from train.config.variants import CONFIGS, ROOT, available_variants, variant_settings
 from train.runs.ablation import RunResult, markdown, run_result, summarize
 
-# The checkout (configs/ and train/helix.py): as many folders up as this module is deep in train/.
-ROOT = Path(__file__).resolve().parents[__name__.count(".")]
-CONFIGS = ROOT / "configs"
-ABLATIONS = CONFIGS / "ablations"
 DONE = "ablation_result.json"
 
 
 def available_tasks() -> list[str]:
     """Names T with a config configs/T.yaml (the CPU task configs, the paper-scale ones and the quickstart)."""
     return sorted(p.stem for p in CONFIGS.glob("*.yaml"))
-
-
-def available_variants() -> list[str]:
-    return sorted(p.stem for p in ABLATIONS.glob("*.yaml"))
-
-
-def _leaves(data: dict) -> dict:
-    """{"section.key": value}, nested sections too ("rollout.vllm.tp"); a mapping-valued setting
-    (evolution.operators) stays one setting."""
-    from train.loop.config import HelixConfig
-    from train.loop.schema import leaves
-
-    for section, value in data.items():
-        if not isinstance(value, dict):
-            raise ValueError(f"'{section}' must be a section (a mapping of settings), got {value!r}")
-    return leaves(data, HelixConfig)
-
-
-def variant_settings(variant: str) -> dict:
-    """A variant overlay's settings as {"section.key": value} (helix: {})."""
-    path = ABLATIONS / f"{variant}.yaml"
-    data = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(data, dict) or "base" in data:
-        raise ValueError(f"{path}: a variant overlay is a mapping of the setting(s) it changes, with no 'base'")
-    return _leaves(data)
 
 
 def _as_yaml(value) -> str:
@@ -77,14 +49,14 @@ def _as_yaml(value) -> str:
 
 
 def variant_overrides(variant: str) -> list[str]:
-    """The variant as dotted overrides for train/helix.py (and train.loop.config.load_config)."""
+    """The variant as dotted overrides for train/helix.py (and train.config.config.load_config)."""
     return [f"{key}={_as_yaml(value)}" for key, value in variant_settings(variant).items()]
 
 
 def unchanged_by(config: Path, variants: list[str], overrides: list[str]) -> dict[str, list[str]]:
     """For each variant that leaves the config (with overrides) exactly as it is, its settings: it would repeat
     helix. Loading every variant also validates it on this config now, not hours later when its turn comes."""
-    from train.loop.config import load_config, to_dict
+    from train.config.config import load_config, to_dict
 
     base = to_dict(load_config(config, overrides))
     same = {}
@@ -181,7 +153,7 @@ def chosen_variants(args: argparse.Namespace, config: Path, label: str) -> list[
         args.error(f"unknown variant(s) {unknown}; available (configs/ablations/): {', '.join(available)}")
     try:
         same = unchanged_by(config, variants, args.overrides)
-    except ValueError as err:  # train.loop.config.ConfigError is one
+    except ValueError as err:  # train.config.config.ConfigError is one
         args.error(f"config error: {err}")
     for variant, extra in same.items():
         why = f"variant {variant} ({' '.join(extra)}) leaves {label} unchanged: it would repeat helix"

@@ -5,7 +5,7 @@ Each package and room owns the dataclass of its section (tasks.config, rollout.c
 population.config, train.learner.config, train.warm_start.config); this module owns the ``run:``
 section, composes the rest, and checks what no one section can: names against the registries and
 settings that must agree across sections. How a section is built and its bounds checked:
-train.loop.schema.
+train.config.schema.
 """
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ from rollout.engines import ENGINES
 from rollout.operators import OPERATORS
 from tasks import available_tasks
 from tasks.config import TaskConfig
+from train.config.schema import ConfigError, build, check_bounds, merge, nearest, parse_override
 from train.learner.config import ModelConfig, TrainerConfig
-from train.loop.schema import ConfigError, build, check_bounds, merge, nearest, parse_override
 from train.warm_start.config import WarmStartConfig, WarmStartInputs
 
 
 @dataclass
 class RunConfig:
     output_dir: str = "runs"
-    name: Optional[str] = None  # default: <task>-<variant>-<timestamp> (train/loop/run_name.py)
+    name: Optional[str] = None  # default: <task>-<variant>-<timestamp> (train/config/run_name.py)
     seed: int = 0
     export: bool = True  # write an HF model directory at the end
     # offline: wandb files under RUN_DIR/wandb (`wandb sync` them later); nothing leaves the machine

@@ -412,7 +412,7 @@ def _limits_inputs(args: argparse.Namespace, cfg) -> tuple[list[tuple[str, str, 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from train.loop.config import ConfigError, load_config
+    from train.config.config import ConfigError, load_config
 
     try:
         cfg = load_config(args.config, args.overrides)
