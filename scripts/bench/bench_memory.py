@@ -25,9 +25,6 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
 PAGE = os.sysconf("SC_PAGE_SIZE")
 # (module, attribute path) of each step charged as a phase; missing ones are skipped, so the
 # benchmark keeps working while code moves between modules.
