@@ -29,8 +29,9 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 # (module, attribute path) of each step charged as a phase; missing ones are skipped, so the
 # benchmark keeps working while code moves between modules.
 PHASES = [
-    ("train.warm_start.build", "policy_source", "warm start"),
-    ("train.warm_start.build", "build_warm_start", "warm start"),
+    ("train.commands.warm_start", "resolve_policy", "warm start (found or built)"),
+    ("train.warm_start.build", "make_examples", "warm start: data (sandboxed mutants)"),
+    ("train.warm_start.build", "train", "warm start: fine-tune"),
     ("train.learner.models", "load_policy", "load policy"),
     ("train.learner.learner", "Learner.__init__", "learner init (reference, optimizer)"),
     ("rollout.engines", "build_engine", "engine init"),

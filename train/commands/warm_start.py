@@ -11,6 +11,7 @@ import json
 import sys
 
 from train.config.config import ConfigError, HelixConfig, load_config, warm_start_inputs
+from train.learner.memory import release_free_memory
 from train.warm_start import build
 
 
@@ -25,7 +26,9 @@ def resolve_policy(cfg: HelixConfig, is_main: bool) -> str:
         if cfg.warm_start.enabled and is_main:
             print(f"[helix] warm_start skipped: rollout.engine={cfg.rollout.engine} samples from its own model", flush=True)
         return cfg.model.policy
-    return build.policy_source(warm_start_inputs(cfg))
+    policy = build.policy_source(warm_start_inputs(cfg))
+    release_free_memory()  # a fine-tune just built here freed its model and optimizer: hand that back before the run loads
+    return policy
 
 
 def main(argv: list[str] | None = None, prog: str = "helix warm-start") -> int:

@@ -34,6 +34,7 @@ from train.learner import console
 from train.learner.distributed import DistInfo, broadcast, gather, shard
 from train.learner.export import export_hf, export_state
 from train.learner.learner import Learner, Sample
+from train.learner.memory import release_free_memory
 from train.learner.models import TINY_RANDOM, cache_root, load_policy, load_tokenizer, resolve_policy_path
 from train.loop.checkpoint import checkpoint_logs, load_checkpoint, save_checkpoint
 from train.loop.children import BackgroundEvaluation, Job
@@ -358,6 +359,7 @@ class HelixRun:
         if self.engine.needs_sync and not epoch.train.get("skipped_step"):  # an engine with its own weights
             with self._timed(epoch, "weight_sync_time_s"):
                 self.engine.sync_weights(self.learner.full_state_dict())  # collective under fsdp2/deepspeed
+        release_free_memory()  # the step's freed activations and logits, back to the system before generation
 
     def archive_and_select(self, epoch: Epoch) -> None:
         """Steps 6-7 (rank 0): archive the children, embed the programs, kNN diversity (eq. 6), and
