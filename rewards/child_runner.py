@@ -1,6 +1,8 @@
 """Runs inside the sandboxed child: import the candidate, call its entry function, write JSON.
 
-Invoked by ``rewards.sandbox`` as ``python child_runner.py PROGRAM ENTRY RESULT_FD MAX_BYTES CHANNEL [HARNESS]``,
+Invoked as ``python child_runner.py PROGRAM ENTRY RESULT_FD MAX_BYTES CHANNEL [HARNESS]`` (by the
+launcher's exec), or ``main([PROGRAM, ...])`` in a fork of the template process that ``python
+child_runner.py --zygote SOCKET_FD`` becomes (``rewards.zygote_server``),
 RESULT_FD an open file the sandbox reads back (the program's own directory is not where it lies).
 A task's HARNESS (trusted code, see tasks/base.py) is read before the program runs and executed
 after it in the same module, so its definitions win; ENTRY may then be one of its functions.

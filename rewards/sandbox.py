@@ -1,8 +1,11 @@
 """Run one untrusted program in its own process, under hard limits, and read back only JSON.
 
-The layers below are put up by ``rewards.launcher``, a fresh interpreter that is the new process's
-first program and then execs the runner, never by a preexec_fn in a fork of the threaded trainer
-(at-fork hooks of its libraries would run there: see the launcher's docstring).
+The program's process is a fork of a template process (``rewards.zygote``: a fresh interpreter that
+has imported numpy and the runner, and never runs program code), which puts up the layers below
+(``launcher.fence``) and empties its capabilities before the program's first line; where templates
+are off, ``rewards.launcher``, a fresh interpreter per program, puts them up and execs the runner.
+Never a preexec_fn in a fork of the threaded trainer (at-fork hooks of its libraries would run
+there: see the launcher's docstring).
 
 Layers (``isolation()`` reports which ones this machine allows):
 * its own session and process group; at the end, timeout or not, the group gets SIGKILL, and so

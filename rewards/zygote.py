@@ -148,6 +148,16 @@ def disabled() -> str:
     return _off
 
 
+def set_enabled(on: bool) -> None:
+    """Start programs from templates (True, the default) or through the launcher (False), from now
+    on in this process; for comparisons (scripts/bench/bench_sandbox.py). HELIX_SANDBOX_ZYGOTE=0
+    turns them off before anything runs."""
+    global _off
+    _off = "" if on else "turned off (zygote.set_enabled)"
+    if not on:
+        shutdown()
+
+
 def disable(reason: str) -> None:
     global _off
     if not _off:
