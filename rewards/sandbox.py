@@ -86,7 +86,7 @@ from pathlib import Path
 
 from rewards import cgroup, fs_jail, zygote
 from rewards.channel import Link, close_all, open_link
-from rewards.supervise import OUTPUT_TAIL_BYTES, _exited, _kill_all, _netns, _read_some, _read_status, _supervise  # noqa: F401
+from rewards.supervise import kill_all, netns, read_some, read_status, supervise
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_runner.py")
 LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launcher.py")
@@ -283,7 +283,7 @@ def _run(code: str, entry: str, timeout_s: float, memory_mb: int, ids: tuple[int
         return RunResult("crash", error=f"the sandbox failed: {exc}")
     finally:
         if group is not None:
-            group.kill_all()  # a no-op after _kill_all, unless _run_in failed half-way
+            group.kill_all()  # a no-op after kill_all, unless _run_in failed half-way
             group.remove()
         for path in (workdir, jail_root):
             if path is not None:
@@ -364,24 +364,24 @@ def _spawn(plan: dict, env: dict, flags: list[str], workdir: str, runner: list[s
 def _watch(proc: subprocess.Popen | zygote.Child, workdir: str, group: cgroup.PidsCgroup | None, timeout_s: float, result_fd: int,
            start: float, status_r: int, link: Link | None) -> RunResult:
     """From the launcher's start to the RunResult: fences, supervision (and the driver), cleanup, the verdict."""
-    fenced = _read_status(status_r, start + timeout_s)  # until the launcher execs the runner (or fails)
+    fenced = read_status(status_r, start + timeout_s)  # until the launcher execs the runner (or fails)
     # Holding the namespace open keeps its identity from being recycled for another sandbox's.
     try:
         net_fd = os.open(f"/proc/{proc.pid}/ns/net", os.O_RDONLY)
         net = (os.fstat(net_fd).st_dev, os.fstat(net_fd).st_ino)
     except OSError:
         net_fd = net = None
-    isolated = net is not None and net != _netns("self")
+    isolated = net is not None and net != netns("self")
     capped = "cgroup" in fenced
     tail = bytearray()
     try:
         if link is not None:
             link.start()  # the first request waits in the pipe until the program reads it
-        timed_out = _supervise(proc, start + timeout_s, tail, link)
+        timed_out = supervise(proc, start + timeout_s, tail, link)
         elapsed = time.monotonic() - start
     finally:
-        _kill_all(proc, net if isolated else None, group)
-        _read_some(proc.stdout.fileno(), tail)  # what was still in the pipe
+        kill_all(proc, net if isolated else None, group)
+        read_some(proc.stdout.fileno(), tail)  # what was still in the pipe
         proc.stdout.close()
         if net_fd is not None:
             os.close(net_fd)

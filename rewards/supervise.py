@@ -24,7 +24,7 @@ _ENDED = select.POLLHUP | select.POLLERR | select.POLLNVAL
 log = logging.getLogger(__name__)
 
 
-def _read_status(fd: int, deadline: float) -> set[str]:
+def read_status(fd: int, deadline: float) -> set[str]:
     """The layers the launcher says took hold, read until it execs or dies (none if it said nothing)."""
     data, poller = b"", select.poll()
     poller.register(fd, select.POLLIN)
@@ -41,7 +41,7 @@ def _read_status(fd: int, deadline: float) -> set[str]:
     return set(data.decode("ascii", "replace").split())
 
 
-def _supervise(proc: subprocess.Popen | Child, deadline: float, tail: bytearray, link: Link | None = None) -> bool:
+def supervise(proc: subprocess.Popen | Child, deadline: float, tail: bytearray, link: Link | None = None) -> bool:
     """Pump output (and run the driver) until the child exits or the driver is finished (False), or
     the deadline passes (True); never reaps the child."""
     fd = proc.stdout.fileno()
@@ -64,7 +64,7 @@ def _supervise(proc: subprocess.Popen | Child, deadline: float, tail: bytearray,
             events = poller.poll(max(1, int(min(remaining, 0.1) * 1000)))
             quiet = not events or any(flags & _ENDED for _, flags in events)
             for ready, _ in events:
-                if ready == fd and not _read_some(fd, tail):
+                if ready == fd and not read_some(fd, tail):
                     poller.unregister(fd)
                     watched.discard(fd)
                 elif link is not None and ready == link.reply_fd:
@@ -79,13 +79,13 @@ def _supervise(proc: subprocess.Popen | Child, deadline: float, tail: bytearray,
             nap = min(nap * 2, 0.05)
         if link is not None and link.finished:
             return False
-        if (quiet or link is None) and _exited(proc):  # driven: a reply each step says it is alive
+        if (quiet or link is None) and exited(proc):  # driven: a reply each step says it is alive
             if link is not None and link.reply_open:
                 link.read()  # a reply written just before the end still counts
             return False
 
 
-def _exited(proc: subprocess.Popen | Child) -> bool:
+def exited(proc: subprocess.Popen | Child) -> bool:
     """Exited, without reaping: the pid stays reserved, so killpg(pid) cannot hit a stranger."""
     if isinstance(proc, Child):
         return proc.exited()  # the template reaps it only when the sandbox asks
@@ -95,7 +95,7 @@ def _exited(proc: subprocess.Popen | Child) -> bool:
         return True
 
 
-def _read_some(fd: int, tail: bytearray) -> bool:
+def read_some(fd: int, tail: bytearray) -> bool:
     """Read what is available, keep only the tail; False once the pipe is closed."""
     for _ in range(64):  # bounded, so a program that prints forever cannot starve the deadline check
         try:
@@ -111,7 +111,7 @@ def _read_some(fd: int, tail: bytearray) -> bool:
     return True
 
 
-def _kill_all(proc: subprocess.Popen | Child, net, group: cgroup.PidsCgroup | None = None) -> None:
+def kill_all(proc: subprocess.Popen | Child, net, group: cgroup.PidsCgroup | None = None) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)  # grandchildren too, finished or not
     except (ProcessLookupError, PermissionError):
@@ -126,7 +126,7 @@ def _kill_all(proc: subprocess.Popen | Child, net, group: cgroup.PidsCgroup | No
         log.warning("sandboxed process %d did not die within 10 s of SIGKILL", proc.pid)
 
 
-def _netns(pid) -> tuple[int, int] | None:
+def netns(pid) -> tuple[int, int] | None:
     try:
         info = os.stat(f"/proc/{pid}/ns/net")
     except OSError:
@@ -139,14 +139,14 @@ def _kill_netns(net: tuple[int, int]) -> None:
     for _ in range(20):
         found = False
         for entry in os.scandir("/proc"):
-            if entry.name.isdigit() and _netns(entry.name) == net:
+            if entry.name.isdigit() and netns(entry.name) == net:
                 found = True
                 try:  # a pidfd pins the process, so a recycled pid cannot be hit by mistake
                     pidfd = os.pidfd_open(int(entry.name))
                 except OSError:
                     continue
                 try:
-                    if _netns(entry.name) == net:
+                    if netns(entry.name) == net:
                         signal.pidfd_send_signal(pidfd, signal.SIGKILL)
                 except OSError:
                     pass

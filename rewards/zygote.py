@@ -54,12 +54,18 @@ class Child:
         self.pidfd = os.pidfd_open(pid)
 
     def exited(self) -> bool:
-        return bool(select.select([self.pidfd], [], [], 0)[0])
+        return self._ready(0)
+
+    def _ready(self, timeout: float | None) -> bool:
+        """The pidfd is readable once the process has exited (poll, not select: it may be past 1024)."""
+        poller = select.poll()
+        poller.register(self.pidfd, select.POLLIN)
+        return bool(poller.poll(None if timeout is None else int(timeout * 1000)))
 
     def wait(self, timeout: float | None = None) -> int | None:
         if self.pidfd is None:
             return self.returncode
-        if not select.select([self.pidfd], [], [], timeout)[0]:
+        if not self._ready(timeout):
             self.zygote.broken = True  # stuck in the kernel: this template is not used again
             self._done()
             raise subprocess.TimeoutExpired("sandboxed program", timeout)
@@ -89,12 +95,11 @@ class Zygote:
                                          start_new_session=True, pass_fds=(theirs.fileno(),))
         finally:
             theirs.close()
-        self.sock.settimeout(START_TIMEOUT_S)
+        self.sock.settimeout(START_TIMEOUT_S)  # every answer: a template that hangs is given up, not waited for
         try:
             ready = self.sock.recv(4096)
         except OSError as exc:
             ready = f"no answer: {exc}".encode()
-        self.sock.settimeout(None)
         if ready != b"ready":
             self.close()
             raise StartError(f"the sandbox's template process did not start ({ready.decode(errors='replace') or 'it exited'}, "
@@ -111,7 +116,11 @@ class Zygote:
             self.broken = True
             raise ZygoteError(answer.decode(errors="replace").removeprefix("error: ") or
                               f"the sandbox's template process died (exit code {self.proc.poll()})")
-        return Child(self, int(answer[4:]), stdout)
+        try:
+            return Child(self, int(answer[4:]), stdout)
+        except OSError as exc:  # no pidfd_open (Linux < 5.3): the launcher it is
+            self.reap()
+            raise StartError(f"cannot watch a template's child here: {exc}") from exc
 
     def reap(self) -> int | None:
         """The child's wait status, once the template has killed what is left and reaped it."""
