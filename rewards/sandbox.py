@@ -326,11 +326,12 @@ def _start(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, entry:
     link, theirs = open_link(driver) if driver is not None else (None, [])
     runner = [sys.executable, *flags, RUNNER, program, entry, str(result_fd), str(MAX_RESULT_BYTES),
               ",".join(map(str, theirs)) or "-", *extra]
+    template = _template(env, flags)  # started here if none is idle: not on the program's clock
     try:
         status_r, status_w = os.pipe()
         start = time.monotonic()
         try:
-            proc = _spawn(plan, env, flags, workdir, runner, result_fd, status_w, theirs)
+            template, proc = None, _spawn(template, plan, env, flags, workdir, runner, result_fd, status_w, theirs)
         except (OSError, subprocess.SubprocessError) as exc:
             os.close(status_r)
             return RunResult("crash", error=f"the sandbox could not start the program: {exc}")
@@ -339,21 +340,34 @@ def _start(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, entry:
             close_all(theirs)  # now: the driver sees end-of-file once the program's copies are gone
         return _watch(proc, workdir, group, timeout_s, result_fd, start, status_r, link)
     finally:
+        if template is not None:  # it never got the program
+            zygote.release(template)
         close_all(theirs)
         if link is not None:
             link.close()
 
 
-def _spawn(plan: dict, env: dict, flags: list[str], workdir: str, runner: list[str], result_fd: int, status_w: int,
-           theirs: list[int]):
-    """The program's process: a fork of a template process (``rewards.zygote``), or where that is
-    off, a fresh launcher that puts up the fences and execs the runner. Either way its first
+def _template(env: dict, flags: list[str]) -> zygote.Zygote | None:
+    """An idle template process for this program, or None: templates are off (or none can start here)."""
+    if zygote.disabled():
+        return None
+    try:
+        return zygote.acquire(env, flags)
+    except zygote.StartError as exc:
+        zygote.disable(str(exc))
+        return None
+
+
+def _spawn(template: zygote.Zygote | None, plan: dict, env: dict, flags: list[str], workdir: str, runner: list[str],
+           result_fd: int, status_w: int, theirs: list[int]):
+    """The program's process: a fork of ``template`` (``rewards.zygote``, which takes it over), or
+    without one a fresh launcher that puts up the fences and execs the runner. Either way its first
     program code runs behind the same fences."""
-    if not zygote.disabled():
+    if template is not None:
         request = {"plan": plan, "env": env, "cwd": workdir, "program": runner[len(flags) + 2],
                    "entry": runner[len(flags) + 3], "max_bytes": MAX_RESULT_BYTES, "extra": runner[len(flags) + 7:]}
         try:
-            return zygote.spawn(request, [result_fd, status_w, *theirs], env, flags)
+            return zygote.spawn(template, request, [result_fd, status_w, *theirs])
         except zygote.StartError as exc:
             zygote.disable(str(exc))
     return subprocess.Popen([sys.executable, "-I", "-S", LAUNCHER, marshal.dumps(plan).hex(), str(status_w), "--", *runner],

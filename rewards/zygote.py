@@ -87,7 +87,7 @@ class Zygote:
     """One template process and its socket; serves one program at a time."""
 
     def __init__(self, executable: str, env: dict[str, str], flags: list[str], key: tuple = ()):
-        self.executable, self.flags, self.key, self.broken = executable, flags, key, False
+        self.executable, self.env, self.flags, self.key, self.broken = executable, env, flags, key, False
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = subprocess.Popen([executable, *flags, RUNNER, "--zygote", str(theirs.fileno()), TITLE_PAD],
@@ -203,22 +203,27 @@ def release(zygote: Zygote) -> None:
     zygote.close()
 
 
-def spawn(request: dict, fds: list[int], env: dict[str, str], flags: list[str]) -> Child:
-    """The program's process, forked by a template with ``fds`` (result file, status pipe, a
-    driver's channel) and a new output pipe. A template that died is replaced once (logged);
-    StartError where none can start, ZygoteError where a fresh one failed too."""
+def spawn(template: Zygote, request: dict, fds: list[int]) -> Child:
+    """The program's process, forked by ``template`` (taken over: given back when the child is
+    reaped, or now if it fails) with ``fds`` (result file, status pipe, a driver's channel) and a new
+    output pipe. A template that failed is replaced once (logged); StartError where none can start,
+    ZygoteError where a fresh one failed too."""
     out_r, out_w = os.pipe()
     stdout = os.fdopen(out_r, "rb", buffering=0)
     try:
-        for attempt in (1, 2):
-            zygote = acquire(env, flags)
-            try:
-                return zygote.start(request, [out_w, *fds], stdout)
-            except ZygoteError as exc:
-                release(zygote)
-                if attempt == 2:
-                    raise
-                log.warning("sandbox: the template process %d failed (%s); starting a new one", zygote.proc.pid, exc)
+        try:
+            return template.start(request, [out_w, *fds], stdout)
+        except ZygoteError as exc:
+            release(template)
+            if isinstance(exc, StartError):
+                raise
+            log.warning("sandbox: the template process %d failed (%s); starting a new one", template.proc.pid, exc)
+        template = acquire(template.env, template.flags)
+        try:
+            return template.start(request, [out_w, *fds], stdout)
+        except ZygoteError:
+            release(template)
+            raise
     except BaseException:
         stdout.close()
         raise
