@@ -175,7 +175,7 @@ def disable(reason: str) -> None:
 
 
 def acquire(env: dict[str, str], flags: list[str]) -> Zygote:
-    """An idle template for this interpreter and environment, or a new one (ZygoteError if it fails)."""
+    """An idle template for this interpreter and environment, or a new one (StartError if it cannot start)."""
     base = {k: v for k, v in env.items() if k not in _NOT_FOR_TEMPLATE}
     key = (sys.executable, tuple(flags), tuple(sorted(base.items())))
     with _lock:
