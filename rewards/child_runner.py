@@ -1,6 +1,8 @@
 """Runs inside the sandboxed child: import the candidate, call its entry function, write JSON.
 
-Invoked by ``rewards.sandbox`` as ``python child_runner.py PROGRAM ENTRY RESULT_FD MAX_BYTES CHANNEL [HARNESS]``,
+Invoked as ``python child_runner.py PROGRAM ENTRY RESULT_FD MAX_BYTES CHANNEL [HARNESS]`` (by the
+launcher's exec), or ``main([PROGRAM, ...])`` in a fork of the template process that ``python
+child_runner.py --zygote SOCKET_FD`` becomes (``rewards.zygote_server``),
 RESULT_FD an open file the sandbox reads back (the program's own directory is not where it lies).
 A task's HARNESS (trusted code, see tasks/base.py) is read before the program runs and executed
 after it in the same module, so its definitions win; ENTRY may then be one of its functions.
@@ -187,14 +189,16 @@ def _close(fds: tuple[int, ...]) -> None:
             pass
 
 
-def main() -> None:
-    program, entry, result_fd, max_bytes, channel = sys.argv[1:6]
+def main(argv: list[str] | None = None) -> None:
+    """``argv``: PROGRAM ENTRY RESULT_FD MAX_BYTES CHANNEL [HARNESS] (default: this process's own)."""
+    argv = sys.argv[1:] if argv is None else argv
+    program, entry, result_fd, max_bytes, channel = argv[:5]
     channel = None if channel == "-" else tuple(int(fd) for fd in channel.split(","))
     enter_pid_namespace(channel or ())
     result_fd = int(result_fd)
     for fd in (result_fd, *(channel or ())):
         os.set_inheritable(fd, False)  # the program's own subprocesses do not get them
-    harness = sys.argv[6] if len(sys.argv) > 6 else None
+    harness = argv[5] if len(argv) > 5 else None
     sys.argv = [program]  # the program sees a plain argv
     if sys.path and sys.path[0] == __file__.rsplit("/", 1)[0]:
         del sys.path[0]  # the rewards/ folder is not the program's business
@@ -216,6 +220,14 @@ def main() -> None:
         done += _pwrite(result_fd, data[done:], done)
 
 
+if __name__ == "__main__" and sys.argv[1:2] == ["--zygote"]:  # the template process (rewards.zygote)
+    _here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, _here)
+    import zygote_server
+
+    sys.path[:] = [p for p in sys.path if p != _here]  # as in a runner started with -P
+    zygote_server.serve(int(sys.argv[2]), main)
+    _exit(0)
 if __name__ == "__main__":
     main()
     try:

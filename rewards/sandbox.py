@@ -1,8 +1,11 @@
 """Run one untrusted program in its own process, under hard limits, and read back only JSON.
 
-The layers below are put up by ``rewards.launcher``, a fresh interpreter that is the new process's
-first program and then execs the runner, never by a preexec_fn in a fork of the threaded trainer
-(at-fork hooks of its libraries would run there: see the launcher's docstring).
+The program's process is a fork of a template process (``rewards.zygote``: a fresh interpreter that
+has imported numpy and the runner, and never runs program code), which puts up the layers below
+(``launcher.fence``) and empties its capabilities before the program's first line; where templates
+are off, ``rewards.launcher``, a fresh interpreter per program, puts them up and execs the runner.
+Never a preexec_fn in a fork of the threaded trainer (at-fork hooks of its libraries would run
+there: see the launcher's docstring).
 
 Layers (``isolation()`` reports which ones this machine allows):
 * its own session and process group; at the end, timeout or not, the group gets SIGKILL, and so
@@ -69,9 +72,7 @@ import os
 import pwd
 import resource
 import secrets
-import select
 import shutil
-import signal
 import site
 import subprocess
 import sys
@@ -83,8 +84,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rewards import cgroup, fs_jail
+from rewards import cgroup, fs_jail, zygote
 from rewards.channel import Link, close_all, open_link
+from rewards.supervise import kill_all, netns, read_some, read_status, supervise
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_runner.py")
 LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launcher.py")
@@ -92,8 +94,6 @@ REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TASKS_DIR = os.path.join(REPO_DIR, "tasks")  # held-out data lives there: never visible to programs
 MAX_RESULT_BYTES = 8 << 20
 MAX_FILE_BYTES = 16 << 20
-OUTPUT_TAIL_BYTES = 4096
-_ENDED = select.POLLHUP | select.POLLERR | select.POLLNVAL
 SANDBOX_USER = "nobody"
 SANDBOX_NPROC = 256  # per program's pids cgroup; as RLIMIT_NPROC: shared by all sandboxes running as SANDBOX_USER
 PROGRAM_NAME, HARNESS_NAME = "program.py", "harness.py"
@@ -155,6 +155,9 @@ def isolation() -> Isolation:
 def _probe() -> Isolation:
     global _userns_allowed
     base = _run(_PROBE, "probe", 60.0, 2048, None)
+    if base.status != "ok" and not zygote.disabled():
+        zygote.disable(f"a program started from it failed the probe ({base.status}: {base.error[:200]})")
+        base = _run(_PROBE, "probe", 60.0, 2048, None)
     if base.status != "ok" and os.geteuid() != 0 and _userns_allowed:
         _userns_allowed = False
         plain = _run(_PROBE, "probe", 60.0, 2048, None)
@@ -280,7 +283,7 @@ def _run(code: str, entry: str, timeout_s: float, memory_mb: int, ids: tuple[int
         return RunResult("crash", error=f"the sandbox failed: {exc}")
     finally:
         if group is not None:
-            group.kill_all()  # a no-op after _kill_all, unless _run_in failed half-way
+            group.kill_all()  # a no-op after kill_all, unless _run_in failed half-way
             group.remove()
         for path in (workdir, jail_root):
             if path is not None:
@@ -323,14 +326,12 @@ def _start(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, entry:
     link, theirs = open_link(driver) if driver is not None else (None, [])
     runner = [sys.executable, *flags, RUNNER, program, entry, str(result_fd), str(MAX_RESULT_BYTES),
               ",".join(map(str, theirs)) or "-", *extra]
+    template = _template(env, flags)  # started here if none is idle: not on the program's clock
     try:
         status_r, status_w = os.pipe()
         start = time.monotonic()
         try:
-            proc = subprocess.Popen([sys.executable, "-I", "-S", LAUNCHER, marshal.dumps(plan).hex(), str(status_w), "--",
-                                     *runner], cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, start_new_session=True,
-                                    pass_fds=(result_fd, status_w, *theirs))
+            template, proc = None, _spawn(template, plan, env, flags, workdir, runner, result_fd, status_w, theirs)
         except (OSError, subprocess.SubprocessError) as exc:
             os.close(status_r)
             return RunResult("crash", error=f"the sandbox could not start the program: {exc}")
@@ -339,32 +340,62 @@ def _start(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, entry:
             close_all(theirs)  # now: the driver sees end-of-file once the program's copies are gone
         return _watch(proc, workdir, group, timeout_s, result_fd, start, status_r, link)
     finally:
+        if template is not None:  # it never got the program
+            zygote.release(template)
         close_all(theirs)
         if link is not None:
             link.close()
 
 
-def _watch(proc: subprocess.Popen, workdir: str, group: cgroup.PidsCgroup | None, timeout_s: float, result_fd: int,
+def _template(env: dict, flags: list[str]) -> zygote.Zygote | None:
+    """An idle template process for this program, or None: templates are off (or none can start here)."""
+    if zygote.disabled():
+        return None
+    try:
+        return zygote.acquire(env, flags)
+    except zygote.StartError as exc:
+        zygote.disable(str(exc))
+        return None
+
+
+def _spawn(template: zygote.Zygote | None, plan: dict, env: dict, flags: list[str], workdir: str, runner: list[str],
+           result_fd: int, status_w: int, theirs: list[int]):
+    """The program's process: a fork of ``template`` (``rewards.zygote``, which takes it over), or
+    without one a fresh launcher that puts up the fences and execs the runner. Either way its first
+    program code runs behind the same fences."""
+    if template is not None:
+        request = {"plan": plan, "env": env, "cwd": workdir, "program": runner[len(flags) + 2],
+                   "entry": runner[len(flags) + 3], "max_bytes": MAX_RESULT_BYTES, "extra": runner[len(flags) + 7:]}
+        try:
+            return zygote.spawn(template, request, [result_fd, status_w, *theirs])
+        except zygote.StartError as exc:
+            zygote.disable(str(exc))
+    return subprocess.Popen([sys.executable, "-I", "-S", LAUNCHER, marshal.dumps(plan).hex(), str(status_w), "--", *runner],
+                            cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(result_fd, status_w, *theirs))
+
+
+def _watch(proc: subprocess.Popen | zygote.Child, workdir: str, group: cgroup.PidsCgroup | None, timeout_s: float, result_fd: int,
            start: float, status_r: int, link: Link | None) -> RunResult:
     """From the launcher's start to the RunResult: fences, supervision (and the driver), cleanup, the verdict."""
-    fenced = _read_status(status_r, start + timeout_s)  # until the launcher execs the runner (or fails)
+    fenced = read_status(status_r, start + timeout_s)  # until the launcher execs the runner (or fails)
     # Holding the namespace open keeps its identity from being recycled for another sandbox's.
     try:
         net_fd = os.open(f"/proc/{proc.pid}/ns/net", os.O_RDONLY)
         net = (os.fstat(net_fd).st_dev, os.fstat(net_fd).st_ino)
     except OSError:
         net_fd = net = None
-    isolated = net is not None and net != _netns("self")
+    isolated = net is not None and net != netns("self")
     capped = "cgroup" in fenced
     tail = bytearray()
     try:
         if link is not None:
             link.start()  # the first request waits in the pipe until the program reads it
-        timed_out = _supervise(proc, start + timeout_s, tail, link)
+        timed_out = supervise(proc, start + timeout_s, tail, link)
         elapsed = time.monotonic() - start
     finally:
-        _kill_all(proc, net if isolated else None, group)
-        _read_some(proc.stdout.fileno(), tail)  # what was still in the pipe
+        kill_all(proc, net if isolated else None, group)
+        read_some(proc.stdout.fileno(), tail)  # what was still in the pipe
         proc.stdout.close()
         if net_fd is not None:
             os.close(net_fd)
@@ -378,7 +409,7 @@ def _watch(proc: subprocess.Popen, workdir: str, group: cgroup.PidsCgroup | None
         return RunResult("timeout", error=f"time limit of {timeout_s:g} s exceeded", **common)
     status, payload = _read_result(result_fd)
     if status == "missing":
-        return RunResult("crash", error="no result", returncode=proc.returncode, **common)
+        return RunResult("crash", error=getattr(proc, "lost", "") or "no result", returncode=proc.returncode, **common)
     if status != "ok":
         return RunResult("bad_output", error=payload, **common)
     if payload.get("ok") is True and link is not None:  # it stopped before the driver was done
@@ -391,137 +422,6 @@ def _watch(proc: subprocess.Popen, workdir: str, group: cgroup.PidsCgroup | None
     message = f"{payload.get('error', 'Error')}: {payload.get('message', '')}"[:1000]
     return RunResult("error", error=message, traceback=str(payload.get("traceback", ""))[-1500:],
                      phase="load" if payload.get("phase") == "load" else "call", **common)
-
-
-def _read_status(fd: int, deadline: float) -> set[str]:
-    """The layers the launcher says took hold, read until it execs or dies (none if it said nothing)."""
-    data, poller = b"", select.poll()
-    poller.register(fd, select.POLLIN)
-    try:
-        while len(data) < 4096 and (left := deadline - time.monotonic()) > 0:
-            if not poller.poll(max(1, int(min(left, 0.1) * 1000))):
-                continue
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                break
-            data += chunk
-    finally:
-        os.close(fd)
-    return set(data.decode("ascii", "replace").split())
-
-
-def _supervise(proc: subprocess.Popen, deadline: float, tail: bytearray, link: Link | None = None) -> bool:
-    """Pump output (and run the driver) until the child exits or the driver is finished (False), or
-    the deadline passes (True); never reaps the child."""
-    fd = proc.stdout.fileno()
-    os.set_blocking(fd, False)
-    poller = select.poll()  # not select(): the trainer may hold more than 1024 descriptors
-    poller.register(fd, select.POLLIN)
-    watched, writing, nap = {fd}, False, 0.002
-    if link is not None:
-        poller.register(link.reply_fd, select.POLLIN)
-        watched.add(link.reply_fd)
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return True
-        if link is not None and link.wants_write() != writing:  # the request pipe matters only while one is stuck
-            writing = not writing
-            (poller.register(link.request_fd, select.POLLOUT) if writing else poller.unregister(link.request_fd))
-        quiet = True  # nothing came, or a pipe ended: time to look whether the child is still there
-        if watched:
-            events = poller.poll(max(1, int(min(remaining, 0.1) * 1000)))
-            quiet = not events or any(flags & _ENDED for _, flags in events)
-            for ready, _ in events:
-                if ready == fd and not _read_some(fd, tail):
-                    poller.unregister(fd)
-                    watched.discard(fd)
-                elif link is not None and ready == link.reply_fd:
-                    link.read()
-                    if not link.reply_open:
-                        poller.unregister(ready)
-                        watched.discard(ready)
-                elif link is not None and ready == link.request_fd:
-                    link.write()
-        else:  # output closed (normally: the child is exiting): wait for the exit itself
-            time.sleep(min(remaining, nap))
-            nap = min(nap * 2, 0.05)
-        if link is not None and link.finished:
-            return False
-        if (quiet or link is None) and _exited(proc.pid):  # driven: a reply each step says it is alive
-            if link is not None and link.reply_open:
-                link.read()  # a reply written just before the end still counts
-            return False
-
-
-def _exited(pid: int) -> bool:
-    """Exited, without reaping: the pid stays reserved, so killpg(pid) cannot hit a stranger."""
-    try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return True
-
-
-def _read_some(fd: int, tail: bytearray) -> bool:
-    """Read what is available, keep only the tail; False once the pipe is closed."""
-    for _ in range(64):  # bounded, so a program that prints forever cannot starve the deadline check
-        try:
-            chunk = os.read(fd, 65536)
-        except BlockingIOError:
-            return True
-        except OSError:
-            return False
-        if not chunk:
-            return False
-        tail.extend(chunk)
-        del tail[:-OUTPUT_TAIL_BYTES]
-    return True
-
-
-def _kill_all(proc: subprocess.Popen, net, group: cgroup.PidsCgroup | None = None) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # grandchildren too, finished or not
-    except (ProcessLookupError, PermissionError):
-        pass
-    if group is not None:
-        group.kill_all()  # every process it made, wherever it went
-    if net is not None:
-        _kill_netns(net)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:  # stuck in the kernel; SIGKILL is pending, nothing more to do
-        log.warning("sandboxed process %d did not die within 10 s of SIGKILL", proc.pid)
-
-
-def _netns(pid) -> tuple[int, int] | None:
-    try:
-        info = os.stat(f"/proc/{pid}/ns/net")
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino
-
-
-def _kill_netns(net: tuple[int, int]) -> None:
-    """SIGKILL every process still in the sandbox's own network namespace (escapers of killpg)."""
-    for _ in range(20):
-        found = False
-        for entry in os.scandir("/proc"):
-            if entry.name.isdigit() and _netns(entry.name) == net:
-                found = True
-                try:  # a pidfd pins the process, so a recycled pid cannot be hit by mistake
-                    pidfd = os.pidfd_open(int(entry.name))
-                except OSError:
-                    continue
-                try:
-                    if _netns(entry.name) == net:
-                        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-                except OSError:
-                    pass
-                finally:
-                    os.close(pidfd)
-        if not found:
-            return
-        time.sleep(0.01)
 
 
 def _read_result(fd: int) -> tuple[str, object]:

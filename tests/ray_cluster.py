@@ -54,6 +54,20 @@ def parent_of(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
+def is_template(pid: int) -> bool:
+    """A sandbox template process (rewards/zygote.py): it forks the runners, runs no program."""
+    try:
+        return b"--zygote" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
+def sandbox_owner(runner: int) -> int:
+    """The process whose sandbox ``runner`` is: the runner's parent, or its template's parent."""
+    parent = parent_of(runner)
+    return parent_of(parent) if is_template(parent) else parent
+
+
 def session_of(pid: int) -> int | None:
     try:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[3])

@@ -17,7 +17,12 @@ def test_bench_sandbox_reports_both_programs_sequential_and_parallel():
     assert len(rows) == 4, proc.stdout
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
-        assert all(float(c) > 0 for c in cells[2:5]) and cells[5].endswith("x") and cells[6].endswith("x")
+        assert all(float(c) > 0 for c in cells[2:7]) and len(cells) == 9
+        # the ratios are the sandboxed rates (template, launcher) over the bare `import numpy` rate
+        floor = float(cells[6])
+        for ratio, rate in ((cells[7], float(cells[2])), (cells[8], float(cells[3]))):  # printed to 0.1: bounds
+            low, high = (rate - 0.05) / (floor + 0.05) - 0.005, (rate + 0.05) / max(floor - 0.05, 1e-9) + 0.005
+            assert ratio.endswith("x") and low <= float(ratio[:-1]) <= high, row
     # the online bin-packing starter before (harness + data in the sandbox) and after (the driver): same reward
     binpack = [line for line in proc.stdout.splitlines() if re.match(r"\| bin_packing_or \| [12] \|", line)]
     assert len(binpack) == 2, proc.stdout

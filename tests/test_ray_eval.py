@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from ray_cluster import free_port, in_session, parent_of, pids_with, session_of
+from ray_cluster import free_port, in_session, is_template, pids_with, sandbox_owner, session_of
 
 from rewards import Evaluator, make_runner
 from rewards.ray_eval import RayUnreachable, check_reachable
@@ -40,8 +40,10 @@ _HEAD: dict[str, int] = {}
 def _our_worker_running_a_sandbox() -> tuple[int, int] | None:
     """(Ray worker, its sandbox's runner) of this module's cluster, never another cluster's on the machine."""
     for runner_pid in pids_with("child_runner.py"):
+        if is_template(runner_pid):
+            continue
         try:
-            worker = parent_of(runner_pid)
+            worker = sandbox_owner(runner_pid)
         except (OSError, ValueError, IndexError):
             continue
         if session_of(worker) == _HEAD.get("sid"):

@@ -24,7 +24,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from ray_cluster import LoopbackCluster, parent_of, pids_with
+from ray_cluster import LoopbackCluster, pids_with, sandbox_owner
 
 from rewards import Evaluator, make_runner, ray_eval
 from tasks import load_task
@@ -117,7 +117,7 @@ def worker_running(tracked: Tracked, text: str = "program.py main", timeout_s: f
     while time.monotonic() < deadline:
         for runner_pid in pids_with(text):
             try:
-                worker = parent_of(runner_pid)
+                worker = sandbox_owner(runner_pid)
             except (OSError, ValueError, IndexError):
                 continue
             if worker in tracked.pids:

@@ -8,9 +8,14 @@ Rows (each the median of --repeats batches of --n evaluations):
 - ``trivial``: a program whose entry returns 1 (numpy imported, as every task program does).
 - ``circle_packing_26 starter``: the real starter through ``Evaluator`` (sandbox + JSON artefact
   + the trusted verifier in the parent).
+- Sandboxed two ways: forked from a template process (``rewards.zygote``, the default) and
+  through the launcher (two fresh interpreters a program, ``zygote.set_enabled(False)``).
 - The bare baselines run the same code with ``python -c`` (the program, then a print of the
   entry's result), no limits, no isolation, no verification: once with this process's
-  environment, once with BLAS/OpenMP pinned to one thread as the sandbox does.
+  environment, once with BLAS/OpenMP pinned to one thread as the sandbox does; and a bare
+  ``python -c "import numpy"`` (one BLAS thread), the floor of any fresh interpreter that runs a
+  task program. The last two columns are sandboxed evaluations per second over that floor's.
+Batches of every column alternate (--repeats rounds), so a busy machine slows them alike.
 Sequential (1 worker) and parallel (``--workers``, default: the machine's cores) for each. What
 the sandbox adds per program: a fresh temporary directory, rlimits, the network namespace,
 the child runner, JSON result transport, process-group cleanup, and the verifier.
@@ -40,16 +45,20 @@ BINPACK_TASKS = ("bin_packing_or", "bin_packing_weibull")
 TRIVIAL = "import numpy as np\n\n\ndef run():\n    return 1\n"
 
 
-def rate(fn, n: int, workers: int, repeats: int) -> float:
-    """Median evaluations per second of ``n`` calls of ``fn`` on ``workers`` threads."""
-    rates = []
+def rates(fns, n: int, workers: int, repeats: int) -> list[float]:
+    """Median evaluations per second of ``n`` calls of each of ``fns`` on ``workers`` threads, their
+    batches alternating. A callable may be a (setup, fn) pair: setup() runs before each of its batches."""
+    got: list[list[float]] = [[] for _ in fns]
     for _ in range(repeats):
-        start = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            results = list(pool.map(lambda _: fn(), range(n)))
-        rates.append(n / (time.perf_counter() - start))
-        assert all(results), "an evaluation failed: the benchmark would time a failure path"
-    return statistics.median(rates)
+        for fn, out in zip(fns, got):
+            setup, fn = fn if isinstance(fn, tuple) else (lambda: None, fn)
+            setup()
+            start = time.perf_counter()
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                results = list(pool.map(lambda _: fn(), range(n)))
+            out.append(n / (time.perf_counter() - start))
+            assert all(results), "an evaluation failed: the benchmark would time a failure path"
+    return [statistics.median(r) for r in got]
 
 
 # The sandbox's child environment pins BLAS/OpenMP to one thread; numpy's import then skips
@@ -66,6 +75,11 @@ def bare(code: str, entry: str, env: dict | None = None):
         return out.returncode == 0
 
     return run
+
+
+def bare_numpy() -> bool:
+    """``python -c "import numpy"`` with one BLAS thread: what any fresh interpreter running a task program costs."""
+    return subprocess.run([sys.executable, "-c", "import numpy"], env=ONE_THREAD).returncode == 0
 
 
 def binpack_runs(task):
@@ -107,7 +121,7 @@ def paired_rates(first, second, n: int, workers: int, repeats: int) -> tuple[flo
 
 
 def main(argv=None) -> None:
-    from rewards import Evaluator
+    from rewards import Evaluator, zygote
     from rewards.sandbox import isolation, run_program
     from tasks import load_task
 
@@ -131,16 +145,19 @@ def main(argv=None) -> None:
     cmd = " ".join(["scripts/bench/bench_sandbox.py", *(argv if argv is not None else sys.argv[1:])])
     print(f"Command: `.venv/bin/python {cmd}`")
     print(f"{args.n} evaluations per batch, median of {args.repeats} batches; isolation on this machine: {iso}\n")
-    print("| program | workers | sandbox evals/s | bare `python -c` evals/s | bare, 1 BLAS thread evals/s "
-          "| sandbox time / bare | sandbox time / bare 1-thread |")
-    print("|---|---|---|---|---|---|---|")
+    print(f"Load average before: {' '.join(open('/proc/loadavg').read().split()[:3])}\n")
+    print("| program | workers | sandbox evals/s | launcher evals/s | bare `python -c` evals/s | bare, 1 BLAS thread evals/s "
+          "| bare `import numpy` evals/s | sandbox rate / bare `import numpy` | launcher rate / bare `import numpy` |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    template, launcher = (lambda: zygote.set_enabled(True)), (lambda: zygote.set_enabled(False))
     for name, sandboxed, code, entry in cases:
         for workers in sorted({1, args.workers}):
-            ours = rate(sandboxed, args.n, workers, args.repeats)
-            base = rate(bare(code, entry), args.n, workers, args.repeats)
-            base1 = rate(bare(code, entry, ONE_THREAD), args.n, workers, args.repeats)
-            print(f"| {name} | {workers} | {ours:.1f} | {base:.1f} | {base1:.1f} | {base / ours:.2f}x | {base1 / ours:.2f}x |",
-                  flush=True)
+            ours, old, base, base1, floor = rates([(template, sandboxed), (launcher, sandboxed), bare(code, entry),
+                                                   bare(code, entry, ONE_THREAD), bare_numpy], args.n, workers, args.repeats)
+            print(f"| {name} | {workers} | {ours:.1f} | {old:.1f} | {base:.1f} | {base1:.1f} | {floor:.1f} "
+                  f"| {ours / floor:.2f}x | {old / floor:.2f}x |", flush=True)
+    zygote.set_enabled(True)
+    print(f"\nLoad average after: {' '.join(open('/proc/loadavg').read().split()[:3])}")
     if not args.binpack:
         return
     print(f"\nOnline bin packing, starter: before (harness + data.npz in the sandbox) and after (trusted driver), "
