@@ -202,3 +202,21 @@ def test_merged_export_equals_peft_merge_loads_and_generates(tiny_model, tokeniz
                                                                    lora_cfg=LORA)).state_dict()
     for name in merged:
         torch.testing.assert_close(again[name], merged[name], atol=0, rtol=0, msg=name)
+
+
+def test_gradient_checkpointing_trains_the_adapters_alike(tiny_model, tokenizer):
+    """model.gradient_checkpointing (the quickstart's): with a frozen embedding the checkpointed blocks
+    would see no input that needs a gradient; the adapters must move exactly as without it."""
+    plain, checkpointed = copy.deepcopy(tiny_model), copy.deepcopy(tiny_model)
+    checkpointed.gradient_checkpointing_enable()
+    before = None
+    for model in (plain, checkpointed):
+        learner = _learner(model, tokenizer)
+        _randomise_b(model)
+        before = _factors(model)
+        learner.step(samples(tokenizer))
+    a, b = _factors(plain), _factors(checkpointed)
+    assert all(not torch.equal(a[n][0], before[n][0]) for n in a)  # A moved (B != 0 gives it a gradient)
+    for name in a:
+        torch.testing.assert_close(b[name][0], a[name][0], atol=1e-7, rtol=1e-6, msg=name)
+        torch.testing.assert_close(b[name][1], a[name][1], atol=1e-7, rtol=1e-6, msg=name)
