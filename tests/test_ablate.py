@@ -57,7 +57,8 @@ def _fake_helix(calls):
 def test_any_task_config_gets_every_variant_with_no_files_of_its_own(tmp_path, monkeypatch):
     """keane_bump_20 has configs/keane_bump_20.yaml and nothing under configs/ablations/: each run is that config
     plus the variant's setting(s) as dotted overrides (last, so they hold), and resolves to exactly that."""
-    from train.config.config import load_config, to_dict
+    from train.config.config import load_config
+    from train.config.schema import flatten
 
     calls = []
     monkeypatch.setattr(ablate.subprocess, "run", _fake_helix(calls))
@@ -65,16 +66,16 @@ def test_any_task_config_gets_every_variant_with_no_files_of_its_own(tmp_path, m
                         "--set", "rollout.max_new_tokens=64"]) == 0
     variants = ablate.available_variants()
     assert [c[c.index("--config") + 1] for c in calls] == [str(ablate.CONFIGS / "keane_bump_20.yaml")] * len(variants)
-    base = to_dict(load_config(ablate.CONFIGS / "keane_bump_20.yaml", ["rollout.max_new_tokens=64"]))
+    base = flatten(load_config(ablate.CONFIGS / "keane_bump_20.yaml", ["rollout.max_new_tokens=64"]))
     for cmd in calls:
         variant = next(a for a in cmd if a.startswith("run.name=")).split("=", 1)[1].removesuffix("-s0")
         extra = ablate.variant_overrides(variant)
         assert cmd[len(cmd) - len(extra):] == extra, cmd
-        resolved = to_dict(load_config(ablate.CONFIGS / "keane_bump_20.yaml", cmd[cmd.index("--config") + 2:]))
-        assert resolved["task"]["name"] == "keane_bump_20" and resolved["rollout"]["max_new_tokens"] == 64
-        changed = {(s, k) for s in base for k in base[s] if base[s][k] != resolved[s][k]} - {
-            ("run", k) for k in resolved["run"]} - {("trainer", "epochs")}  # the budget and run directory
-        assert changed == {tuple(k.split(".")) for k in ablate.variant_settings(variant)}, (variant, changed)
+        resolved = flatten(load_config(ablate.CONFIGS / "keane_bump_20.yaml", cmd[cmd.index("--config") + 2:]))
+        assert resolved["task.name"] == "keane_bump_20" and resolved["rollout.max_new_tokens"] == 64
+        # every setting by its dotted name, nested sections too (trainer.lora.enabled)
+        changed = {k for k in base if base[k] != resolved[k] and not k.startswith("run.")} - {"trainer.epochs"}
+        assert changed == set(ablate.variant_settings(variant)), (variant, changed)  # less the budget and run directory
     report = json.loads((tmp_path / "ablation.json").read_text())
     assert report["title"] == "keane_bump_20: 4 evaluated programs per run"
     assert [r["variant"] for r in report["rows"]] == ["helix"] + [v for v in variants if v != "helix"]

@@ -166,3 +166,33 @@ def test_fsdp2_checkpoint_resumes_exactly_and_exports(single, tmp_path):
     _assert_same({k: v for k, v in model.state_dict().items()}, saved, atol=1e-7)
     assert (out / "tokenizer.json").is_file() and (out / "generation_config.json").is_file()
     assert list(out.glob("*.safetensors"))
+
+
+@pytest.fixture(scope="module")
+def single_lora(tmp_path_factory):
+    """Reference for trainer.lora: one process, two steps (the worker's rank-4 adapters on q, v, down)."""
+    return _run(tmp_path_factory.mktemp("single_lora"), "--steps", "2", "--lora")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["fsdp2", "deepspeed-zero3"])
+def test_lora_on_two_ranks_resumes_to_one_process_and_exports_merged(single_lora, tmp_path, strategy):
+    """trainer.lora under FSDP2 and ZeRO-3 on 2 ranks: step 1, save, resume on 2 ranks, step 2 gives
+    one process's merged weights and loss; `helix export` of the checkpoint (adapters only) merges
+    them into the base: exactly the weights the ranks held."""
+    from transformers import AutoModelForCausalLM
+
+    from train.learner.config import LoraConfig
+    from train.learner.export import export_checkpoint
+
+    name, _, stage = strategy.partition("-zero")
+    args = ("--lora", "--strategy", name, "--zero-stage", stage or "3")
+    ckpt = tmp_path / "ckpt"
+    saved, _ = _run(tmp_path / "first", "--steps", "1", "--save", str(ckpt), *args, ranks=2)
+    resumed, losses = _run(tmp_path / "resumed", "--steps", "1", "--first-step", "1", "--load", str(ckpt), *args, ranks=2)
+    _assert_same(resumed, single_lora[0])
+    assert losses == pytest.approx(single_lora[1][1:], rel=1e-4, abs=1e-6)
+    assert saved.keys() == single_lora[0].keys()  # merged: the plain HF names
+    lora = LoraConfig(enabled=True, rank=4, alpha=8.0, target_modules="q_proj,v_proj,down_proj")
+    out = export_checkpoint(ckpt, "tiny-random", tmp_path / "hf", lora_cfg=lora)
+    _assert_same(AutoModelForCausalLM.from_pretrained(out).state_dict(), saved, atol=1e-7)

@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from train.learner.backends import needs_process_group
-from train.learner.config import TrainerConfig
+from train.learner.config import LoraConfig, TrainerConfig
 from train.learner.distributed import init_distributed, shard, shutdown
 from train.learner.learner import Learner, Sample
 from train.learner.models import load_policy
@@ -45,6 +45,7 @@ def main() -> None:
     ap.add_argument("--gradient-checkpointing", action="store_true")
     ap.add_argument("--generate", action="store_true",
                     help="before the steps, each rank generates a different number of tokens (as the hf engine does)")
+    ap.add_argument("--lora", action="store_true", help="trainer.lora: rank-4 adapters on q_proj, v_proj, down_proj")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     info = init_distributed(single_process_group=needs_process_group(args.strategy))
@@ -55,7 +56,9 @@ def main() -> None:
     cfg = TrainerConfig(lr=args.lr, grad_clip=1e9, strategy=args.strategy, micro_batch_size=2,
                         max_tokens_per_micro_batch=args.token_budget, lr_warmup_steps=2,
                         zero_stage=args.zero_stage, ppo_mini_batches=args.ppo_mini_batches, bf16=args.bf16,
-                        offload_params=args.offload)
+                        offload_params=args.offload,
+                        lora=LoraConfig(enabled=args.lora, rank=4, alpha=8.0, target_modules="q_proj,v_proj,down_proj"))
+    torch.manual_seed(0)  # the LoRA A matrices: the same draw on every rank and in one process
     learner = Learner(model, cfg, group_size=3, temperature=1.0, pad_id=tok.pad_token_id, info=info)
     assert learner.strategy == ("none" if args.strategy == "ddp" and info.world == 1 else args.strategy), learner.strategy
     if args.load:

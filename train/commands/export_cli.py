@@ -14,9 +14,10 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    from train.config.config import ConfigError, load_config
+    from train.config.config import ConfigError, load_config, warm_start_inputs
     from train.learner.export import export_checkpoint
     from train.loop.checkpoint import latest_checkpoint
+    from train.warm_start.build import policy_source
 
     parser = argparse.ArgumentParser(prog="helix export", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -35,7 +36,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"helix export: no complete checkpoint in {args.run_dir / 'checkpoints'}", file=sys.stderr)
         return 2
     try:
-        out = export_checkpoint(Path(ckpt) / "learner", cfg.model.policy, args.out_dir, cfg.model.dtype, cfg.model.cache_dir)
+        # LoRA checkpoints hold adapters alone: they merge into the base the run trained (its warm start, if any).
+        base = policy_source(warm_start_inputs(cfg)) if cfg.trainer.lora.enabled else cfg.model.policy
+        out = export_checkpoint(Path(ckpt) / "learner", base, args.out_dir, cfg.model.dtype, cfg.model.cache_dir,
+                                cfg.trainer.lora)
     except FileNotFoundError as err:
         print(f"helix export: {err}", file=sys.stderr)
         return 2

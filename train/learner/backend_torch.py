@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from train.learner import sharding
+from train.learner import lora, sharding
 from train.learner.backend_base import Backend, register_backend
 
 
@@ -22,7 +22,8 @@ class _TorchBackend(Backend):
     checkpoint_dir = "dcp"
 
     def _optimizer_for(self, module: torch.nn.Module) -> None:
-        self.optimizer = torch.optim.AdamW(module.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
+        trainable = [p for p in module.parameters() if p.requires_grad]  # all of them, or the LoRA adapters
+        self.optimizer = torch.optim.AdamW(trainable, lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
         self.scheduler = self.make_scheduler(self.optimizer)
 
     def clip_and_step(self) -> float:
@@ -65,12 +66,17 @@ class _TorchBackend(Backend):
     @classmethod
     def consolidated_state(cls, directory: Path, model: torch.nn.Module) -> dict[str, torch.Tensor]:
         import torch.distributed.checkpoint as dcp
-        from torch.distributed.checkpoint.state_dict import get_model_state_dict
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
-        state = {"model": get_model_state_dict(model)}
+        # A LoRA checkpoint holds the adapters alone (the base is frozen): read those into ``model``
+        # (which carries the same adapters), then return its whole state.
+        options = StateDictOptions(ignore_frozen_params=lora.has_adapters(model))
+        state = {"model": get_model_state_dict(model, options=options)}
+        if options.ignore_frozen_params:
+            state["model"] = sharding.drop_frozen(model, state["model"])
         with sharding.quiet_single_process_dcp():
             dcp.load(state, checkpoint_id=str(directory))  # in place, into the model's tensors
-        return state["model"]
+        return get_model_state_dict(model) if options.ignore_frozen_params else state["model"]
 
 
 @register_backend("none")

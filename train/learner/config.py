@@ -4,7 +4,7 @@ every bound at load, so this room needs no validator of its own."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Literal, Optional
 
 
@@ -16,6 +16,19 @@ class ModelConfig:
     dtype: Literal["float32", "bfloat16"] = "float32"
     cache_dir: Optional[str] = None  # where converted models live; default ~/.cache/helix
     gradient_checkpointing: bool = False
+
+
+@dataclass
+class LoraConfig:
+    """``trainer.lora``: train low-rank adapters on the frozen base (peft) instead of every weight;
+    the reference model is the base itself, engine sync and export get merged weights (docs/lora.md)."""
+
+    enabled: bool = False
+    rank: Annotated[int, ">= 1"] = 16
+    alpha: Annotated[float, "> 0 (the update is scaled by alpha / rank)"] = 32.0
+    dropout: Annotated[float, "in [0, 1)"] = 0.0
+    # comma-separated module names (q_proj,v_proj) or all-linear: every linear layer but the output head
+    target_modules: str = "all-linear"
 
 
 @dataclass
@@ -67,3 +80,4 @@ class TrainerConfig:
     rollout_is_threshold: Annotated[float, ">= 1 (the cap on pi_trainer / pi_engine)"] = 2.0  # rollout_is's cap on each weight
     # linear warmup over this many optimizer steps, then constant (paper: constant)
     lr_warmup_steps: Annotated[int, ">= 0"] = 0
+    lora: LoraConfig = field(default_factory=LoraConfig)

@@ -8,6 +8,9 @@ from pathlib import Path
 
 import torch
 
+from train.learner import lora
+from train.learner.config import LoraConfig
+
 
 def export_hf(model: torch.nn.Module, tokenizer, out_dir: str | Path) -> Path:
     """safetensors shards + config + generation config + tokenizer, swapped in atomically."""
@@ -66,16 +69,22 @@ def checkpoint_state(learner_dir: str | Path, model: torch.nn.Module) -> dict[st
 
 
 def export_checkpoint(learner_dir: str | Path, policy: str, out_dir: str | Path, dtype: str = "float32",
-                      cache_dir: str | None = None) -> Path:
+                      cache_dir: str | None = None, lora_cfg: LoraConfig | None = None) -> Path:
     """A checkpoint's policy (``Learner.save_state``, written by any number of ranks under any
     strategy) as an HF directory, in one process: the base model supplies the architecture and
-    tokenizer, the checkpoint the weights."""
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+    tokenizer, the checkpoint the weights. ``lora_cfg`` (enabled): the checkpoint holds adapters
+    for ``policy``, the base they were trained on; the export is base and adapters merged."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict, set_model_state_dict
 
     from train.learner.models import load_policy
 
     checkpoint_format(learner_dir)  # fail before loading the base model
     model, tokenizer = load_policy(policy, dtype, cache_dir)
+    with_adapters = lora_cfg is not None and lora_cfg.enabled
+    if with_adapters:
+        lora.apply(model, lora_cfg)
     state = checkpoint_state(learner_dir, model)
     set_model_state_dict(model, state, options=StateDictOptions(strict=False))
+    if with_adapters:
+        return export_state(lora.merged_state(get_model_state_dict(model), lora_cfg), policy, out_dir, dtype, cache_dir)
     return export_hf(model, tokenizer, out_dir)

@@ -2,7 +2,8 @@
 
 Pure tensors in, tensors out: no models, no distributed state. The config names verl's
 advantage estimator and policy-loss mode, so every variant verl registers (grpo, rloo,
-gspo, clip_cov, kl_cov, ...) is one config line away.
+gspo, clip_cov, kl_cov, ...) is one config line away. One estimator is HELIX's own:
+``entropic_adaptive_beta`` (TTT-Discover's max-seeking advantage, ``train.learner.entropic``).
 """
 
 from __future__ import annotations
@@ -19,13 +20,16 @@ from verl.trainer.ppo import core_algos
 from verl.workers.config import ActorConfig
 from verl.workers.config.actor import PolicyLossConfig
 
+from train.learner import entropic
+
 # What an outcome-reward estimator may require: verl's critic (gae) and baseline-model (remax) or
 # log-prob-based (optimal_token_baseline) estimators need inputs a HELIX step does not have.
 _OUTCOME_INPUTS = {"token_level_rewards", "response_mask", "index", "config"}
 
 
 def known_estimators() -> list[str]:
-    """verl's registered advantage estimators that work from outcome rewards and groups alone."""
+    """verl's registered advantage estimators that work from outcome rewards and groups alone,
+    plus HELIX's entropic one."""
     import inspect
 
     names = []
@@ -34,7 +38,7 @@ def known_estimators() -> list[str]:
                     if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
         if required <= _OUTCOME_INPUTS:
             names.append(str(getattr(key, "value", key)))
-    return sorted(names)
+    return sorted(names + [entropic.NAME])
 
 
 def known_policy_losses() -> list[str]:
@@ -51,7 +55,7 @@ def outcome_token_rewards(rewards: torch.Tensor, response_mask: torch.Tensor) ->
 
 # Estimators whose advantage is the reward minus its own group's baseline: a tied group is exactly 0
 # there. (reinforce_plus_plus* whiten over the whole batch, where a tied group still carries signal.)
-GROUP_RELATIVE = frozenset({"grpo", "grpo_vectorized", "grpo_passk", "rloo", "rloo_vectorized", "opo", "gpg"})
+GROUP_RELATIVE = frozenset({"grpo", "grpo_vectorized", "grpo_passk", "rloo", "rloo_vectorized", "opo", "gpg", entropic.NAME})
 
 
 def tied_groups(rewards: torch.Tensor, group_ids: np.ndarray) -> np.ndarray:
@@ -76,6 +80,8 @@ def compute_advantages(rewards: torch.Tensor, group_ids: np.ndarray, response_ma
     exactly equal gets exactly 0 (verl's (r - mean) / (std + eps) would leave rounding residue)."""
     rewards64 = torch.as_tensor(rewards, dtype=torch.float64)
     mask64 = response_mask.to(torch.float64)
+    if estimator == entropic.NAME:  # one scalar per sample, on every response token (as verl's outcome estimators)
+        return (entropic.entropic_advantages(rewards64, group_ids).unsqueeze(-1) * mask64).to(torch.float32)
     token_rewards = outcome_token_rewards(rewards64, mask64)
     fn = core_algos.get_adv_estimator_fn(estimator)
     kwargs = dict(token_level_rewards=token_rewards, response_mask=mask64, index=np.asarray(group_ids, dtype=object))

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from train.learner import shared_prefix
+from train.learner import lora, shared_prefix
 from train.learner.config import TrainerConfig
 from train.learner.distributed import DistInfo, all_reduce_max, all_reduce_sum
 from train.learner.grpo import LossSettings, actor_config, compute_advantages, grpo_loss, zero_std_fraction
@@ -154,11 +154,15 @@ class Learner:
         self.backend = make_backend(cfg.strategy, cfg, info)  # everything that depends on trainer.strategy
         self.device = info.device
         self.ref = None
-        if cfg.kl_coef > 0:  # copied before the policy is wrapped (sharding is in place)
+        if cfg.lora.enabled:  # adapters on the frozen base, before wrapping: only they train
+            lora.apply(model, cfg.lora)
+        elif cfg.kl_coef > 0:  # copied before the policy is wrapped (sharding is in place)
             ref = copy.deepcopy(model).eval()
             ref.requires_grad_(False)
             self.ref = self.backend.wrap_reference(ref)
         self.backend.wrap_policy(model)
+        if cfg.lora.enabled and cfg.kl_coef > 0:
+            self.ref = lora.AdaptersOff(self.module)  # the reference is the base itself: no second copy
         self.mask_kind = None  # "bool"/"float": shared-prefix layout with that 4D mask; None: per-sample rows
         if cfg.shared_prefix:
             self.mask_kind, why = shared_prefix.mask_kind(self.module)
@@ -207,8 +211,9 @@ class Learner:
 
     def full_state_dict(self) -> dict[str, torch.Tensor]:
         """Collective when the backend is sharded: the full policy weights, HF names, on every rank
-        (engine sync, export)."""
-        return self.backend.full_state_dict()
+        (engine sync, export); under ``trainer.lora`` the adapters merged into the base."""
+        state = self.backend.full_state_dict()
+        return lora.merged_state(state, self.cfg.lora) if self.cfg.lora.enabled else state
 
     def save_state(self, path: Path, asynchronous: bool = False):
         """Collective: model + optimizer (the backend's own format: torch.distributed.checkpoint

@@ -49,14 +49,35 @@ def full_model_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     return get_model_state_dict(module, options=StateDictOptions(full_state_dict=True))
 
 
+# Frozen parameters never change (a LoRA policy's base): checkpoints hold the trained ones alone.
+_TRAINED = StateDictOptions(ignore_frozen_params=True)
+
+
 def train_state(module: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict:
-    """Model + optimizer state as each rank holds it (sharded under fsdp2), for DCP."""
-    model_sd, optim_sd = get_state_dict(module, optimizer)
-    return {"model": model_sd, "optim": optim_sd}
+    """Trained-model + optimizer state as each rank holds it (sharded under fsdp2), for DCP."""
+    model_sd, optim_sd = get_state_dict(module, optimizer, options=_TRAINED)
+    return {"model": drop_frozen(module, model_sd), "optim": optim_sd}
+
+
+def frozen_names(module: torch.nn.Module) -> set[str]:
+    return {name for name, p in module.named_parameters(remove_duplicate=False) if not p.requires_grad}
+
+
+def drop_frozen(module: torch.nn.Module, state: dict) -> dict:
+    """``state`` without frozen weights: ignore_frozen_params keeps a frozen weight's tied alias
+    (lm_head of a tied embedding), which would be one more full matrix per checkpoint."""
+    frozen = frozen_names(module)
+    return {k: v for k, v in state.items() if k not in frozen}
 
 
 def load_train_state(module: torch.nn.Module, optimizer: torch.optim.Optimizer, state: dict) -> None:
-    set_state_dict(module, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+    """The inverse of ``train_state``: frozen weights stay as loaded; a trained one missing is an error."""
+    keys = set_state_dict(module, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"],
+                          options=StateDictOptions(ignore_frozen_params=True, strict=False))
+    frozen = frozen_names(module)
+    missing = [k for k in keys.missing_keys if k not in frozen]
+    if missing or keys.unexpected_keys:
+        raise ValueError(f"checkpoint does not fit the policy: missing {missing[:5]}, unexpected {keys.unexpected_keys[:5]}")
 
 
 @contextlib.contextmanager

@@ -430,8 +430,9 @@ class HelixRun:
         """Export the policy (sharded weights are gathered by all ranks, rank 0 writes) and close."""
         self.wait_for_checkpoint()
         cfg, out = self.cfg, None
-        sharded = self.learner is not None and self.learner.backend.sharded
-        full = self.learner.full_state_dict() if cfg.run.export and sharded else None
+        # sharded weights are gathered; LoRA adapters are merged into the base (the module holds them apart)
+        gathered = self.learner is not None and (self.learner.backend.sharded or cfg.trainer.lora.enabled)
+        full = self.learner.full_state_dict() if cfg.run.export and gathered else None
         if self.main:
             run_dir, evo = self.main.run_dir, self.main.evo
             if cfg.run.export and self.model is None:
