@@ -129,7 +129,6 @@ class Task:
     data_files: tuple[Path, ...] = ()  # copied into the sandbox's working directory
     cascade_entry: str | None = None  # stage-1 function of the harness
     cascade_timeout_s: float | None = None
-    cpu_timeout_s: float | None = None  # the limit at CPU scale (task.timeout_scale: cpu); None: timeout_s
     prompt_template: str | None = None  # prompt.md; None: rollout.prompts.DEFAULT_TEMPLATE
     brief: str | None = None  # brief.md: a short description for small models (rollout.description: brief)
     warm_start_mutations: tuple[str, ...] = ()  # extra warm-start edit kinds (train.warm_start.data.EXTRA)
@@ -380,7 +379,6 @@ def load_task(name: str) -> Task:
         harness=_read_harness(folder, spec) if "harness" in spec else None, harness_entry=spec.get("harness_entry"),
         driver=driver, data_files=_data_files(folder, spec.get("data_files", [])), cascade_entry=spec.get("cascade_entry"),
         cascade_timeout_s=float(spec["cascade_timeout_s"]) if "cascade_timeout_s" in spec else None,
-        cpu_timeout_s=float(spec["cpu_timeout_s"]) if "cpu_timeout_s" in spec else None,
         prompt_template=_read_prompt_template(folder),
         brief=(folder / "brief.md").read_text(encoding="utf-8").strip() + "\n" if (folder / "brief.md").is_file() else None,
         warm_start_mutations=tuple(spec.get("warm_start_mutations", ())),
