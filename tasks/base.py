@@ -7,7 +7,8 @@ it. Folders are validated strictly at load time, so a typo in task.yaml or a sta
 without its entry function fails loudly at start-up, not as zero rewards later.
 
 ``description.md`` must not state a time limit: the prompt states the one the evaluator enforces
-(task.timeout_s in the config, else timeout_s here), which a hard-coded one would contradict.
+(task.timeout_s in the config, else the task's own: timeout_s here, or cpu_timeout_s under
+task.timeout_scale: cpu), which a hard-coded one would contradict.
 
 ``brief.md`` (optional) is a short description, for small models on small machines: the prompt
 shows it instead of description.md under ``rollout.description: brief`` (the CPU quickstart).
@@ -45,6 +46,9 @@ Optional task.yaml keys (all checked at load time):
 * ``data_files``: plain file names in the task folder, copied into the child's temporary working
   directory (read them with ``np.load(name, allow_pickle=False)``). Anything the verifier needs
   to keep secret (held-out targets) must NOT be listed.
+* ``cpu_timeout_s``: the task's limit at CPU scale (configs/base/cpu.yaml sets task.timeout_scale: cpu),
+  where the embedded 135M model's programs are the starter plus small edits: a hung one then costs
+  this instead of the paper's ``timeout_s``. Without it, CPU runs get ``timeout_s`` as well.
 * ``cascade_entry`` + ``cascade_timeout_s`` (need a harness): cascade evaluation. Stage 1 runs the
   harness's cheap ``cascade_entry()`` under the short limit; only if it returns normally does stage
   2, the full run, happen. A stage-1 failure (error, timeout, crash) is rejected with reward 0 and
@@ -85,6 +89,7 @@ import yaml
 from tasks.template import check_template
 
 TASKS_DIR = Path(__file__).resolve().parent
+TIMEOUT_SCALES = ("paper", "cpu")  # task.timeout_scale: which of task.yaml's limits a run defaults to
 IMPROVEMENT_TOLERANCE = 1e-9  # default relative margin of a new best (task.yaml improvement_tolerance)
 log = logging.getLogger(__name__)
 
@@ -215,6 +220,7 @@ _OPTIONAL: dict[str, tuple[tuple[type, ...], Callable[[Any], bool], str]] = {
                                           and not n.startswith(".") for n in v),
                    "a list of plain file names in the task folder"),
     "cascade_entry": ((str,), str.isidentifier, "a Python identifier (a function of the harness)"),
+    "cpu_timeout_s": ((int, float), lambda v: v > 0, "a number > 0 (seconds)"),
     "cascade_timeout_s": ((int, float), lambda v: v > 0, "a number > 0 (seconds)"),
     "warm_start_mutations": ((list,), lambda v: len(set(v)) == len(v) and all(n in WARM_START_MUTATIONS for n in v),
                              "a list of distinct names from: " + ", ".join(WARM_START_MUTATIONS)),
@@ -262,9 +268,10 @@ def _read_spec(folder: Path) -> dict:
         raise ValueError(f"{path}: 'driver' and 'cascade_entry' cannot be combined (a cascade's stage 1 would run undriven)")
     if "cascade_entry" in spec and "harness" not in spec:
         raise ValueError(f"{path}: 'cascade_entry' names a function of the harness: add 'harness' and 'harness_entry'")
-    if "cascade_timeout_s" in spec and spec["cascade_timeout_s"] >= spec["timeout_s"]:
-        raise ValueError(f"{path}: 'cascade_timeout_s' ({spec['cascade_timeout_s']}) must be below 'timeout_s' "
-                         f"({spec['timeout_s']}): stage 1 is the cheap check")
+    for limit in ("timeout_s", "cpu_timeout_s"):
+        if "cascade_timeout_s" in spec and limit in spec and spec["cascade_timeout_s"] >= spec[limit]:
+            raise ValueError(f"{path}: 'cascade_timeout_s' ({spec['cascade_timeout_s']}) must be below '{limit}' "
+                             f"({spec[limit]}): stage 1 is the cheap check")
     if spec["name"] != folder.name:
         raise ValueError(f"{path}: name '{spec['name']}' must match the folder name '{folder.name}'")
     return spec
@@ -329,13 +336,26 @@ def available_tasks() -> list[str]:
     return sorted(p.parent.name for p in TASKS_DIR.glob("*/task.yaml") if not p.parent.name.startswith((".", "_")))
 
 
-def load_task(name: str) -> Task:
+def _task_folder(name: str) -> Path:
     names = available_tasks()
     if name not in names:
         near = difflib.get_close_matches(str(name), names, n=3, cutoff=0.6)  # no match: no unrelated suggestion
         hint = f" Did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
         raise ValueError(f"unknown task {name!r}.{hint} Available tasks: {', '.join(names) or 'none'}")
-    folder = TASKS_DIR / name
+    return TASKS_DIR / name
+
+
+def own_timeout_s(name: str, scale: str = "paper") -> float:
+    """The task's own time limit (task.yaml alone: no verifier is imported), which task.timeout_s
+    defaults to: ``timeout_s`` at paper scale, ``cpu_timeout_s`` (else ``timeout_s``) at CPU scale."""
+    if scale not in TIMEOUT_SCALES:
+        raise ValueError(f"timeout scale {scale!r} is not one of {', '.join(TIMEOUT_SCALES)}")
+    spec = _read_spec(_task_folder(name))
+    return float(spec["cpu_timeout_s"] if scale == "cpu" and "cpu_timeout_s" in spec else spec["timeout_s"])
+
+
+def load_task(name: str) -> Task:
+    folder = _task_folder(name)
     spec = _read_spec(folder)
     for file in _FILES:
         if not (folder / file).is_file():

@@ -11,8 +11,11 @@ from typing import Annotated, Literal, Optional
 @dataclass
 class TaskConfig:
     name: str = "circle_packing_26"  # a folder under tasks/
-    # None: the task's own limit (paper: 60 s for circle packing)
+    # None: the task's own limit from its task.yaml, resolved when the config loads (so a run's
+    # config.yaml shows it): timeout_s there (paper: 60 s for circle packing), or cpu_timeout_s
+    # under timeout_scale: cpu (configs/base/cpu.yaml). A number here wins over both.
     timeout_s: Annotated[Optional[float], "> 0"] = None
+    timeout_scale: Literal["paper", "cpu"] = "paper"
     memory_mb: Annotated[Optional[int], ">= 64"] = None
     eval_workers: Annotated[int, ">= 0"] = 0  # 0: one per CPU core
     # local: a sandbox per program on this machine. ray: each program runs in the same sandbox on a

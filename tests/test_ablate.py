@@ -37,7 +37,7 @@ def test_unknown_task_is_a_clear_error(capsys):
     with pytest.raises(SystemExit):
         ablate.main(["--task", "keane_bump_21", "--evaluations", "4"])
     err = capsys.readouterr().err
-    assert "no config configs/keane_bump_21.yaml" in err and "keane_bump_20" in err
+    assert "no task 'keane_bump_21' under tasks/. Did you mean keane_bump_20" in err
 
 
 def _fake_helix(calls):
@@ -55,8 +55,9 @@ def _fake_helix(calls):
 
 
 def test_any_task_config_gets_every_variant_with_no_files_of_its_own(tmp_path, monkeypatch):
-    """keane_bump_20 has configs/keane_bump_20.yaml and nothing under configs/ablations/: each run is that config
-    plus the variant's setting(s) as dotted overrides (last, so they hold), and resolves to exactly that."""
+    """keane_bump_20 has no config file and nothing under configs/ablations/: each run is the CPU base with
+    task.name=keane_bump_20 (first, so --set can still change it), then the variant's setting(s) as dotted overrides
+    (last, so they hold), and resolves to exactly that, with the task's own CPU-scale time limit (30 s)."""
     from train.config.config import load_config
     from train.config.schema import flatten
 
@@ -65,13 +66,17 @@ def test_any_task_config_gets_every_variant_with_no_files_of_its_own(tmp_path, m
     assert ablate.main(["--task", "keane_bump_20", "--seeds", "0", "--evaluations", "4", "--out", str(tmp_path),
                         "--set", "rollout.max_new_tokens=64"]) == 0
     variants = ablate.available_variants()
-    assert [c[c.index("--config") + 1] for c in calls] == [str(ablate.CONFIGS / "keane_bump_20.yaml")] * len(variants)
-    base = flatten(load_config(ablate.CONFIGS / "keane_bump_20.yaml", ["rollout.max_new_tokens=64"]))
+    cpu = ablate.CONFIGS / "base" / "cpu.yaml"
+    assert [c[c.index("--config") + 1: c.index("--config") + 3] for c in calls] == [[str(cpu), "run.seed=0"]] * len(variants)
+    assert all(c[c.index("run.progress=false") + 3:][:2] == ["task.name=keane_bump_20", "rollout.max_new_tokens=64"]
+               for c in calls)  # after the budget (run.max_evaluations, trainer.epochs)
+    base = flatten(load_config(cpu, ["task.name=keane_bump_20", "rollout.max_new_tokens=64"]))
+    assert base["task.timeout_s"] == 30.0
     for cmd in calls:
         variant = next(a for a in cmd if a.startswith("run.name=")).split("=", 1)[1].removesuffix("-s0")
         extra = ablate.variant_overrides(variant)
         assert cmd[len(cmd) - len(extra):] == extra, cmd
-        resolved = flatten(load_config(ablate.CONFIGS / "keane_bump_20.yaml", cmd[cmd.index("--config") + 2:]))
+        resolved = flatten(load_config(cpu, cmd[cmd.index("--config") + 2:]))
         assert resolved["task.name"] == "keane_bump_20" and resolved["rollout.max_new_tokens"] == 64
         # every setting by its dotted name, nested sections too (trainer.lora.enabled)
         changed = {k for k in base if base[k] != resolved[k] and not k.startswith("run.")} - {"trainer.epochs"}
@@ -85,7 +90,7 @@ def test_config_option_and_variants_that_change_nothing(tmp_path, monkeypatch, c
     """--config takes any config file; a variant whose setting the config already has would repeat helix: skipped
     with a note by default, refused when asked for by name."""
     config = tmp_path / "random_pop.yaml"
-    config.write_text(f"# test\nbase: {ablate.CONFIGS / 'circle_packing_26.yaml'}\nselection: {{strategy: random}}\n")
+    config.write_text(f"# test\nbase: {ablate.CONFIGS / 'base' / 'cpu.yaml'}\nselection: {{strategy: random}}\n")
     calls = []
     monkeypatch.setattr(ablate.subprocess, "run", _fake_helix(calls))
     out = tmp_path / "out"
@@ -162,7 +167,7 @@ def test_finished_runs_are_found_from_another_checkout_and_never_deleted(tmp_pat
     record = json.loads(done.read_text())
     elsewhere = "/home/someone/old-clone"
     record["command"] = [a.replace(str(ablate.ROOT), elsewhere) for a in record["command"]]
-    assert record["command"][:3] == [f"{elsewhere}/train/helix.py", "--config", f"{elsewhere}/configs/keane_bump_20.yaml"]
+    assert record["command"][:3] == [f"{elsewhere}/train/helix.py", "--config", f"{elsewhere}/configs/base/cpu.yaml"]
     record["command"] = [f"run.output_dir=../{out.name}" if a.startswith("run.output_dir=") else a
                          for a in record["command"]]  # the same folder, named from where that clone stood
     done.write_text(json.dumps(record))

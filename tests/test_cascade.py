@@ -64,6 +64,7 @@ def test_a_valid_program_gets_the_same_reward_with_and_without_the_cascade():
 
 @pytest.mark.parametrize("edit, words", [
     (lambda t: t.replace("cascade_timeout_s: 5", "cascade_timeout_s: 60"), ["must be below 'timeout_s'"]),
+    (lambda t: t.replace("cascade_timeout_s: 5", "cascade_timeout_s: 25"), ["(25) must be below 'cpu_timeout_s' (20)"]),
     (lambda t: t.replace("cascade_timeout_s: 5", ""), ["'cascade_entry' needs 'cascade_timeout_s'"]),
     (lambda t: t.replace("cascade_entry: helix_sanity_check", "cascade_entry: check"), ["does not define check()"]),
     (lambda t: t.replace("harness: families/symreg/harness.py", "").replace("harness_entry: helix_fit_and_predict", ""),

@@ -17,8 +17,8 @@ def write(tmp_path, data) -> Path:
 
 
 def test_every_config_file_loads():
-    files = sorted(CONFIGS.glob("*.yaml"))
-    assert files, "configs/ has no YAML files"
+    files = sorted(CONFIGS.glob("*.yaml")) + sorted((CONFIGS / "base").glob("*.yaml"))
+    assert len(files) >= 5, "configs/ has no YAML files"
     for path in files:
         assert isinstance(load_config(path), HelixConfig)
 
@@ -87,6 +87,39 @@ def test_resolved_config_round_trips(tmp_path):
     cfg = load_config(CONFIGS / "quickstart.yaml", ["trainer.lr=3e-6"])
     dump_config(cfg, tmp_path / "resolved.yaml")
     assert load_config(tmp_path / "resolved.yaml") == cfg
+
+
+def test_the_tasks_own_time_limit_is_resolved_and_dumped(tmp_path):
+    """task.timeout_s unset: the task's own limit from its task.yaml, per task.timeout_scale, is in the loaded
+    config and in the dumped config.yaml (which then loads back to the same config); a number set wins."""
+    from tasks.base import TASKS_DIR
+
+    spec = yaml.safe_load((TASKS_DIR / "keane_bump_20" / "task.yaml").read_text())
+    assert (spec["timeout_s"], spec["cpu_timeout_s"]) == (120, 30)  # the paper's two minutes; 30 s on a CPU box
+    assert load_config(None, ["task.name=keane_bump_20"]).task.timeout_s == 120.0
+    cfg = load_config(CONFIGS / "base" / "cpu.yaml", ["task.name=keane_bump_20"])
+    assert (cfg.task.timeout_scale, cfg.task.timeout_s) == ("cpu", 30.0)
+    dump_config(cfg, tmp_path / "config.yaml")
+    assert yaml.safe_load((tmp_path / "config.yaml").read_text())["task"]["timeout_s"] == 30.0
+    assert load_config(tmp_path / "config.yaml") == cfg
+    assert load_config(CONFIGS / "base" / "cpu.yaml", ["task.name=keane_bump_20", "task.timeout_s=45"]).task.timeout_s == 45.0
+
+
+def test_a_task_without_a_cpu_limit_runs_with_its_paper_limit_at_cpu_scale(tmp_path, monkeypatch):
+    import shutil
+
+    import tasks.base as base
+
+    shutil.copytree(base.TASKS_DIR / "eggholder", tmp_path / "eggholder")
+    spec = tmp_path / "eggholder" / "task.yaml"
+    spec.write_text("\n".join(line for line in spec.read_text().splitlines() if not line.startswith("cpu_timeout_s")))
+    monkeypatch.setattr(base, "TASKS_DIR", tmp_path)
+    assert base.own_timeout_s("eggholder", "cpu") == base.own_timeout_s("eggholder", "paper") == 120.0
+
+
+def test_an_unknown_timeout_scale_names_the_valid_ones():
+    with pytest.raises(ConfigError, match="task.timeout_scale.*'gpu'.*'cpu'"):
+        load_config(None, ["task.timeout_scale=gpu"])
 
 
 def test_missing_file_is_a_clear_error(tmp_path):

@@ -158,7 +158,8 @@ def _run(*args, cwd=ROOT):
 def test_end_to_end_on_the_14b_config_prints_every_phase(tmp_path):
     bench = tmp_path / "BENCHMARKS.md"
     bench.write_text(SANDBOX_MD)
-    proc = _run("--config", "configs/circle_packing_14b.yaml", "--gen-tok-s-per-gpu", "1843.7", "--train-tok-s-per-gpu",
+    proc = _run("--config", "configs/base/paper_14b.yaml", "task.name=circle_packing_26",
+                "--gen-tok-s-per-gpu", "1843.7", "--train-tok-s-per-gpu",
                 "977.3", "--node-cores", "112", "--params", "14.77e9", "--disk-gb-s", "2", "--prompt-tokens", "1211",
                 "--benchmarks", str(bench), "--source", "gen-tok-s-per-gpu=assumed for the test")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -182,12 +183,13 @@ def test_end_to_end_on_the_14b_config_prints_every_phase(tmp_path):
 
 def test_a_missing_gpu_rate_is_a_clear_error_naming_the_flag(capsys):
     with pytest.raises(SystemExit) as exc:
-        ps.main(["--config", "configs/circle_packing_14b.yaml", "--train-tok-s-per-gpu", "977.3"])
+        ps.main(["--config", "configs/base/paper_14b.yaml", "task.name=circle_packing_26", "--train-tok-s-per-gpu", "977.3"])
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "missing --gen-tok-s-per-gpu" in err and "bench_rollout.py" in err
     with pytest.raises(SystemExit) as exc:
-        ps.main(["--config", "configs/circle_packing_14b.yaml", "--gen-tok-s-per-gpu", "1843.7"])
+        ps.main(["--config", "configs/base/paper_14b.yaml", "task.name=circle_packing_26",
+                 "--gen-tok-s-per-gpu", "1843.7"])
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "missing --train-tok-s-per-gpu" in err and "bench_trainer_gpu.py" in err
@@ -196,7 +198,8 @@ def test_a_missing_gpu_rate_is_a_clear_error_naming_the_flag(capsys):
 def test_no_sandbox_rate_anywhere_is_an_error_naming_the_flag(tmp_path):
     bench = tmp_path / "BENCHMARKS.md"
     bench.write_text("# Benchmarks\n\n## Rollout\n")
-    proc = _run("--config", "configs/circle_packing_14b.yaml", "--gen-tok-s-per-gpu", "1843.7", "--train-tok-s-per-gpu",
+    proc = _run("--config", "configs/base/paper_14b.yaml", "task.name=circle_packing_26",
+                "--gen-tok-s-per-gpu", "1843.7", "--train-tok-s-per-gpu",
                 "977.3", "--benchmarks", str(bench))
     assert proc.returncode == 2
     assert "missing --evals-per-s-per-core" in proc.stderr and "bench_sandbox.py" in proc.stderr
@@ -205,6 +208,7 @@ def test_no_sandbox_rate_anywhere_is_an_error_naming_the_flag(tmp_path):
 
 def test_an_unknown_source_name_is_refused(capsys):
     with pytest.raises(SystemExit) as exc:
-        ps.main(["--config", "configs/circle_packing_14b.yaml", "--gen-tok-s-per-gpu", "1", "--train-tok-s-per-gpu", "1",
+        ps.main(["--config", "configs/base/paper_14b.yaml", "task.name=circle_packing_26",
+                 "--gen-tok-s-per-gpu", "1", "--train-tok-s-per-gpu", "1",
                  "--source", "gen-rate=typo"])
     assert exc.value.code == 2 and "--source 'gen-rate=typo'" in capsys.readouterr().err

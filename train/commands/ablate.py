@@ -2,14 +2,15 @@
 
     python scripts/ablate.py --task circle_packing_26 --seeds 0 1 2 --evaluations 64
     python scripts/ablate.py --task keane_bump_20 --variants helix evo_only --wall-s 900
-    python scripts/ablate.py --config configs/circle_packing_14b.yaml --seeds 0 --evaluations 512
+    python scripts/ablate.py --config configs/base/paper_14b.yaml --set task.name=circle_packing_26 --seeds 0 --evaluations 512
     python scripts/ablate.py --task circle_packing_26 --seeds 0 --evaluations 8 --set model.policy=tiny-random
 
 A variant is an overlay, configs/ablations/<variant>.yaml: the one setting it changes (helix: none), for any task.
-Each (variant, seed) is its own `train/helix.py` process on the task's config (`--task T`: configs/T.yaml, or
-`--config PATH`) with the variant's setting(s) as dotted overrides, given last so that they hold; its run directory's
-config.yaml is the resolved config. Every run is stopped by the same budget (children evaluated, or wall-clock
-seconds), so every variant gets the same number of evaluated programs. A variant that would not change the task's
+Each (variant, seed) is its own `train/helix.py` process on the task's config (`--task T`: configs/base/cpu.yaml
+task.name=T, the task at CPU scale with its own time limit; or `--config PATH`) with the variant's setting(s) as dotted
+overrides, given last so that they hold; its run directory's config.yaml is the resolved config. Every run is
+stopped by the same budget (children evaluated, or wall-clock seconds), so every variant gets the same number of
+evaluated programs. A variant that would not change the task's
 config (its setting is already the config's) repeats helix: it is skipped with a note, or refused when named in
 --variants. Runs land in OUT/<variant>-s<seed>; a run finished with the same settings is not redone (from any
 checkout), so an interrupted ablation continues where it stopped. A finished run made with other settings is
@@ -20,6 +21,7 @@ goes to OUT/ablation.md and OUT/ablation.json.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import shutil
 import subprocess
@@ -33,12 +35,15 @@ import yaml
 from train.config.variants import CONFIGS, ROOT, available_variants, variant_settings
 from train.runs.ablation import RunResult, markdown, run_result, summarize
 
+CPU_BASE = CONFIGS / "base" / "cpu.yaml"  # what --task T runs T on (task.name=T)
 DONE = "ablation_result.json"
 
 
 def available_tasks() -> list[str]:
-    """Names T with a config configs/T.yaml (the CPU task configs, the paper-scale ones and the quickstart)."""
-    return sorted(p.stem for p in CONFIGS.glob("*.yaml"))
+    """The names --task accepts: every task under tasks/."""
+    from tasks import available_tasks as tasks
+
+    return tasks()
 
 
 def _as_yaml(value) -> str:
@@ -113,7 +118,7 @@ def run_one(config: Path, variant: str, seed: int, out: Path, budget: list[str],
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="ablate.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--task", help="T: ablate configs/T.yaml (any task config there, e.g. keane_bump_20)")
+    target.add_argument("--task", help="T: ablate task T at CPU scale (configs/base/cpu.yaml task.name=T), e.g. keane_bump_20")
     target.add_argument("--config", type=Path, help="ablate this config file instead")
     parser.add_argument("--variants", nargs="+", help="default: every overlay in configs/ablations/, helix first")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
@@ -132,12 +137,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def target(args: argparse.Namespace) -> tuple[Path, str]:
-    """The config file to ablate and its label (the task, or the config's name)."""
+    """The config file to ablate and its label (the task, or the config's name). ``--task T`` puts
+    ``task.name=T`` first in args.overrides, so a --set given with it still wins."""
     if args.task is not None:
-        config = CONFIGS / f"{args.task}.yaml"
-        if not config.is_file():
-            args.error(f"no config {config.relative_to(ROOT)}; tasks with a config: {', '.join(available_tasks())}")
-        return config, args.task
+        names = available_tasks()
+        if args.task not in names:
+            near = difflib.get_close_matches(args.task, names, n=3, cutoff=0.6)
+            hint = f" Did you mean {' or '.join(near)}?" if near else ""
+            args.error(f"no task {args.task!r} under tasks/.{hint} Tasks: {', '.join(names)}")
+        args.overrides = [f"task.name={args.task}", *args.overrides]
+        return CPU_BASE, args.task
     config = args.config.resolve()
     if not config.is_file():
         args.error(f"no config file {args.config}")

@@ -8,7 +8,7 @@ Those follow from a few rates measured elsewhere (generation and train-step toke
 sandbox evaluations/s per core) and the config; this script does only that arithmetic, and
 says which number came from where.
 
-    .venv/bin/python scripts/plan_scale.py --config configs/circle_packing_14b.yaml \\
+    .venv/bin/python scripts/plan_scale.py --config configs/base/paper_14b.yaml task.name=circle_packing_26 \\
         --gen-tok-s-per-gpu 850 --train-tok-s-per-gpu 1670 --node-cores 112 --params 14.77e9 --disk-gb-s 2 \\
         --source gen-tok-s-per-gpu="scripts/bench/bench_rollout.py on the node, 2026-..." [section.key=value ...]
 
@@ -278,7 +278,7 @@ MEASURE = {
 
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="plan_scale.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", required=True, help="a config under configs/, e.g. configs/circle_packing_14b.yaml")
+    ap.add_argument("--config", required=True, help="a config under configs/, e.g. configs/base/paper_14b.yaml")
     ap.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="dotted config overrides, e.g. rollout.group_size=8")
     ap.add_argument("--gen-tok-s-per-gpu", type=float, help="REQUIRED: generation (decode) tokens/s per GPU")
     ap.add_argument("--train-tok-s-per-gpu", type=float, help="REQUIRED: train-step tokens/s per GPU (prompt + answer)")
@@ -380,11 +380,7 @@ def _evaluator_inputs(args: argparse.Namespace, cfg) -> tuple[list[tuple[str, st
 
 def _limits_inputs(args: argparse.Namespace, cfg) -> tuple[list[tuple[str, str, str]], float | None, float | None, float]:
     """The worst-case child (the task's time limit), the parameters and the checkpoint bytes per parameter."""
-    inputs, timeout = [], cfg.task.timeout_s
-    if timeout is None:
-        from tasks import load_task
-
-        timeout = getattr(load_task(cfg.task.name), "timeout_s", None)
+    inputs, timeout = [], cfg.task.timeout_s  # the task's own limit unless the config sets one (load_config)
     if timeout:
         inputs.append(("worst-case s per child", f"{timeout:g}", "config: task.timeout_s (or the task's own limit)"))
     params = args.params

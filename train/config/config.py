@@ -22,7 +22,7 @@ from population.selection import SELECTION_STRATEGIES
 from rollout.config import EvolutionConfig, RolloutConfig
 from rollout.engines import ENGINES
 from rollout.operators import OPERATORS
-from tasks import available_tasks
+from tasks import available_tasks, own_timeout_s
 from tasks.config import TaskConfig
 from train.config.schema import ConfigError, build, check_bounds, merge, nearest, parse_override
 from train.learner.config import ModelConfig, TrainerConfig
@@ -140,8 +140,13 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> HelixConf
         data = merge(data, parse_override(text), HelixConfig)
     if overrides:
         source += f" (with overrides {' '.join(overrides)})"
-    cfg = build(HelixConfig, data, "", source)
-    return validate(cfg, source)
+    cfg = validate(build(HelixConfig, data, "", source), source)
+    if cfg.task.timeout_s is None:  # the task's own limit, written into the run's config.yaml as resolved
+        try:
+            cfg.task.timeout_s = own_timeout_s(cfg.task.name, cfg.task.timeout_scale)
+        except ValueError as exc:  # a broken task.yaml: one line, as the task check would give it
+            raise ConfigError(f"{exc} (details: helix check-task {cfg.task.name} --verbose)") from None
+    return cfg
 
 
 def to_dict(cfg: HelixConfig) -> dict:
