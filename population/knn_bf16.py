@@ -54,31 +54,48 @@ class Bf16Shadow:
             self.n = need
 
 
-def ordered_bits(sims: np.ndarray, out: np.ndarray, tmp: np.ndarray) -> np.ndarray:
-    """bf16 bit patterns (int16) mapped so that integer order is float order: negatives (sign bit
-    set) get their 15 magnitude bits flipped. The map is its own inverse. Reductions and compares
-    then run in numpy on int16, vectorised and single-threaded, where torch's bf16 elementwise ops
-    were slow (and ~50x slower still on a CPU shared with other processes: OpenMP barriers)."""
-    np.right_shift(sims, 15, out=tmp)
-    np.bitwise_and(tmp, 0x7FFF, out=tmp)
-    return np.bitwise_xor(sims, tmp, out=out)
+# bf16 values are compared as their int16 bit patterns, in numpy: vectorised and single-threaded,
+# where torch's bf16 elementwise ops were ~10x slower (and ~50x on a CPU shared with other
+# processes: OpenMP barriers). Non-negative floats order exactly like their bit patterns, and every
+# negative pattern is below every non-negative one; only the order among negatives is reversed.
+# So a column's integer max is its true max whenever that is >= 0, and any negative max is
+# bounded above by 0; a threshold > 0 compares exactly, and one <= 0 is taken as "accept all".
+_LOWEST = np.int16(-32768)
 
 
-def bits_to_float(keys: np.ndarray) -> np.ndarray:
-    """Inverse of ``ordered_bits``, as float32 values."""
+def to_bits(values: np.ndarray) -> np.ndarray:
+    """float32 -> bf16 bit patterns (int16), rounding to nearest."""
     import torch
 
-    keys = np.ascontiguousarray(keys, dtype=np.int16)
-    bits = keys ^ ((keys >> 15) & 0x7FFF).astype(np.int16)
-    return torch.from_numpy(bits).view(torch.bfloat16).float().numpy()
+    return torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32)).to(torch.bfloat16).view(torch.int16).numpy()
 
 
-def float_to_bits(values: np.ndarray) -> np.ndarray:
-    """float32 values rounded to bf16 and mapped by ``ordered_bits`` (for thresholds)."""
+def from_bits(bits: np.ndarray) -> np.ndarray:
+    """bf16 bit patterns (int16) -> float32."""
     import torch
 
-    bits = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32)).to(torch.bfloat16).view(torch.int16).numpy()
-    return bits ^ ((bits >> 15) & 0x7FFF).astype(np.int16)
+    return torch.from_numpy(np.ascontiguousarray(bits, dtype=np.int16)).view(torch.bfloat16).float().numpy()
+
+
+def max_upper_bound(bits_max: np.ndarray) -> np.ndarray:
+    """From integer maxima of bf16 patterns, an upper bound on each float max (exact when >= 0)."""
+    return np.where(bits_max < 0, np.float32(0.0), from_bits(bits_max))
+
+
+def threshold_bits(floor: np.ndarray) -> np.ndarray:
+    """Patterns p such that bits >= p accepts every bf16 value >= floor (exact for floor > 0)."""
+    bits = to_bits(floor)
+    return np.where((floor <= 0) | (bits < 0), _LOWEST, bits).astype(np.int16)  # <= 0: -0.0 >= 0.0 too
+
+
+def nonzero_2d(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.nonzero of a C-contiguous bool array whose size is a multiple of 8, for sparse masks:
+    the scan runs over 8-byte words (8x fewer elements), then only the nonzero words are opened."""
+    flat = mask.reshape(-1)
+    words = np.flatnonzero(flat.view(np.uint64))
+    pos = (words[:, None] * 8 + np.arange(8)).reshape(-1)
+    pos = pos[flat[pos]]
+    return np.divmod(pos, mask.shape[1])
 
 
 def _merge_bounds(bound: np.ndarray, cols: np.ndarray, values: np.ndarray, k: int) -> np.ndarray:
@@ -113,14 +130,14 @@ def add_prefiltered(emb: np.ndarray, topk: np.ndarray, shadow: Bf16Shadow, new: 
     qb = torch.from_numpy(new).to(torch.bfloat16)
     width = min(chunk, n)
     sims_buf = torch.empty((m, width), dtype=torch.bfloat16)  # buffers reused: no page faults per chunk
-    keys_buf, tmp_buf = np.empty((m, width), np.int16), np.empty((m, width), np.int16)
+    mask_buf = np.zeros(m * width + 8, dtype=bool)
     pair_rows, pair_cols, pair_approx = [], [], []
     for start in range(0, n, chunk):
         stop = min(start + chunk, n)
         c = stop - start
         torch.matmul(qb, shadow.rows[start:stop].T, out=sims_buf[:, :c])  # (m, c) bf16
-        keys = ordered_bits(sims_buf[:, :c].view(torch.int16).numpy(), keys_buf[:, :c], tmp_buf[:, :c])
-        best = bits_to_float(keys.max(axis=0))  # each old row's best newcomer
+        bits = sims_buf[:, :c].view(torch.int16).numpy()
+        best = max_upper_bound(bits.max(axis=0))  # each old row's best newcomer (an upper bound when < 0)
         # Old rows whose k-th neighbour a newcomer may beat: rescore exactly below.
         old = np.flatnonzero(best >= topk[start:stop, -1] - BF16_EPS)
         if old.size:
@@ -132,10 +149,15 @@ def add_prefiltered(emb: np.ndarray, topk: np.ndarray, shadow: Bf16Shadow, new: 
                 topk[rows] = topk_rows(np.concatenate([topk[rows], exact.T], 1), k)
         # Candidate neighbours of each newcomer: bf16 value >= its bound - eps. The floor is compared
         # in bf16, lowered by 2^-8 first so rounding it (error <= 2^-9 below 1) never raises it.
-        floor = float_to_bits(bound[-1] - BF16_EPS - 2.0**-8)
-        c_idx, r_idx = np.nonzero(keys >= floor[:, None])
+        floor = threshold_bits(bound[-1] - BF16_EPS - 2.0**-8)
+        size = m * c + (-(m * c)) % 8
+        mask_buf[m * c : size] = False
+        mask = mask_buf[: m * c].reshape(m, c)
+        np.greater_equal(bits, floor[:, None], out=mask)
+        c_idx, r_idx = nonzero_2d(mask_buf[:size].reshape(1, size))
+        c_idx, r_idx = np.divmod(r_idx, c)
         if r_idx.size:
-            approx = bits_to_float(keys[c_idx, r_idx])
+            approx = from_bits(bits[c_idx, r_idx])
             pair_rows.append(start + r_idx)
             pair_cols.append(c_idx)
             pair_approx.append(approx)

@@ -113,17 +113,29 @@ def test_pruned_sort_gives_the_same_fronts_and_selection(case, monkeypatch):
         np.testing.assert_array_equal(pruned, nsga2(r, d, 32, np.random.default_rng(0)))
 
 
-def test_ordered_bits_sort_like_the_bf16_values_and_invert():
+def test_bit_pattern_comparisons_are_exact_or_conservative():
     import torch
 
-    values = np.concatenate([np.random.default_rng(2).normal(size=500), [0.0, -0.0, 1.0, -1.0, 1e-30, -1e-30,
+    values = np.concatenate([np.random.default_rng(2).normal(size=400), [0.0, -0.0, 1.0, -1.0, 1e-30, -1e-30,
                                                                           np.inf, -np.inf]]).astype(np.float32)
-    rounded = torch.from_numpy(values).to(torch.bfloat16)
-    bits = rounded.view(torch.int16).numpy().reshape(1, -1)
-    keys = knn_bf16.ordered_bits(bits, np.empty_like(bits), np.empty_like(bits))[0]
-    as_float = rounded.float().numpy()
-    i, j = np.triu_indices(len(values), 1)
-    both_zero = (as_float[i] == 0) & (as_float[j] == 0)
-    assert ((keys[i] < keys[j]) == (as_float[i] < as_float[j]))[~both_zero].all()
-    np.testing.assert_array_equal(knn_bf16.bits_to_float(keys), as_float)
-    np.testing.assert_array_equal(knn_bf16.float_to_bits(values), keys)
+    rounded = torch.from_numpy(values).to(torch.bfloat16).float().numpy()
+    bits = knn_bf16.to_bits(values)
+    np.testing.assert_array_equal(knn_bf16.from_bits(bits), rounded)
+    table = bits.reshape(8, -1)  # column maxima of an (8, 51) block, as the prefilter takes them
+    want = rounded.reshape(8, -1).max(axis=0)
+    got = knn_bf16.max_upper_bound(table.max(axis=0))
+    assert (got >= want).all() and (got[want >= 0] == want[want >= 0]).all()
+    for floor in (0.3, 0.0, -0.2, -np.inf):
+        accept = bits >= knn_bf16.threshold_bits(np.full(len(bits), floor, np.float32))
+        assert accept[rounded >= floor].all()  # never drops a value at or above the floor
+        if floor > 0:
+            np.testing.assert_array_equal(accept, rounded >= floor)
+
+
+def test_sparse_nonzero_matches_numpy():
+    rng = np.random.default_rng(4)
+    mask = rng.random((16, 40)) < 0.03
+    rows, cols = knn_bf16.nonzero_2d(mask)
+    want = np.nonzero(mask)
+    np.testing.assert_array_equal(rows, want[0])
+    np.testing.assert_array_equal(cols, want[1])
