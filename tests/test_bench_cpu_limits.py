@@ -83,14 +83,16 @@ def test_useful_grpo_flops_count_each_prompt_once():
 
 
 def test_report_fractions_and_the_load_warning():
-    peak = 100e9
-    quiet = [bench.Row("GRPO step", 2.0, 120e9, 150e9, peak, "float32", 0.5)]
+    peak = bench.Peak(100e9, 50e9)  # 2 threads: half the wall rate per CPU second
+    quiet = [bench.Row("GRPO step", 2.0, 3.0, 120e9, 150e9, peak, "float32", 0.5)]
     text = bench.report(quiet, {"float32": peak}, 2)
-    assert "| GRPO step | 2.00 | 120.0 | 150.0 | 60.0 | float32 | 60% | 0.50 |" in text
+    # 60 GFLOP/s of 100; per CPU second 40 of 50 = 80%
+    assert "| GRPO step | 2.00 | 3.00 | 120.0 | 150.0 | 60.0 | float32 | 60% | 80% | 0.50 |" in text
+    assert "float32 100 GFLOP/s (50 per CPU second)" in text
     assert "rerun on a quiet box" not in text
-    busy = quiet + [bench.Row("decode", 1.0, 1e9, None, peak, "float32", 3.1)]
+    busy = quiet + [bench.Row("decode", 1.0, 2.0, 1e9, None, peak, "float32", 3.1)]
     text = bench.report(busy, {"float32": peak}, 2)
-    assert "| decode | 1.00 | 1.0 | - | 1.0 | float32 | 1% | 3.10 |" in text
+    assert "| decode | 1.00 | 2.00 | 1.0 | - | 1.0 | float32 | 1% | 1% | 3.10 |" in text
     assert "rerun on a quiet box" in text
 
 
@@ -105,4 +107,4 @@ def test_bench_runs_every_phase_on_tiny_random():
     assert len(rows) == 4, proc.stdout
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
-        assert float(cells[1]) > 0 and float(cells[2]) > 0 and cells[6].endswith("%")
+        assert float(cells[1]) > 0 and float(cells[3]) > 0 and cells[7].endswith("%") and cells[8].endswith("%")

@@ -48,16 +48,37 @@ def native_bf16() -> bool:
     return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
-def matmul_peak(dtype: torch.dtype, n: int = 2048, repeats: int = 5) -> float:
+class Clock:
+    """Wall seconds and this process's CPU seconds (all threads) over a block. On a shared box the
+    wall time grows with the other processes' load; the CPU time much less, so rates per CPU second
+    (x threads) are the steadier comparison with the peak."""
+
+    def __enter__(self):
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+        return False
+
+
+@dataclass
+class Peak:
+    flops_per_s: float  # best wall-clock rate
+    flops_per_cpu_s: float  # the same run's FLOPs per CPU second (all threads)
+
+
+def matmul_peak(dtype: torch.dtype, n: int = 2048, repeats: int = 5) -> Peak:
     """Best FLOP/s of an n x n x n matmul (the best, since contention only ever adds time)."""
     a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
     a @ b  # oneDNN/MKL warm-up (kernel choice, thread pool)
-    best = float("inf")
+    best = None
     for _ in range(repeats):
-        start = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - start)
-    return 2 * n**3 / best
+        with Clock() as clock:
+            a @ b
+        if best is None or clock.wall < best.wall:
+            best = clock
+    return Peak(2 * n**3 / best.wall, 2 * n**3 / max(best.cpu, 1e-9))
 
 
 @dataclass
@@ -123,9 +144,10 @@ class Counter:
 class Row:
     phase: str
     seconds: float
+    cpu_seconds: float
     useful: float
     processed: float | None
-    peak: float
+    peak: Peak
     dtype: str
     load: float
     note: str = ""
@@ -158,18 +180,17 @@ def bench_grpo(model, tokenizer, cfg, args, shapes, counter, peak) -> Row:
         for i, n in enumerate(answer_lengths(args)):
             samples.append(Sample(prompt, torch.randint(100, vocab, (n,), generator=gen).tolist(), float(i), g))
     learner = Learner(model, cfg.trainer, args.group_size, cfg.rollout.temperature, tokenizer.pad_token_id, DistInfo())
-    best, processed = float("inf"), None
+    best, processed = None, None
     for _ in range(args.repeats):
         counter.reset()
-        start = time.perf_counter()
-        metrics = learner.step(samples)
-        seconds = time.perf_counter() - start
+        with Clock() as clock:
+            metrics = learner.step(samples)
         if metrics["skipped_step"]:
             raise RuntimeError("the synthetic GRPO batch was skipped (no reward spread): nothing was timed")
-        if seconds < best:
-            best, processed = seconds, counter.flops
+        if best is None or clock.wall < best.wall:
+            best, processed = clock, counter.flops
     note = f"{int(metrics['micro_batches'])} micro-batches, shared_prefix={cfg.trainer.shared_prefix}"
-    return Row("GRPO step (Learner.step)", best, grpo_useful(shapes, args), processed, peak, "float32", load(), note)
+    return Row("GRPO step (Learner.step)", best.wall, best.cpu, grpo_useful(shapes, args), processed, peak, "float32", load(), note)
 
 
 def bench_generation(model, tokenizer, cfg, args, shapes, counter, peak) -> list[Row]:
@@ -187,14 +208,14 @@ def bench_generation(model, tokenizer, cfg, args, shapes, counter, peak) -> list
     def run(new_tokens: int):
         params = SamplingParams(args.group_size, cfg.rollout.temperature, cfg.rollout.top_p, new_tokens, seed=0, stop=())
         counter.reset()
-        start = time.perf_counter()
-        with torch.no_grad():
+        with Clock() as clock, torch.no_grad():
             out = engine.generate(prompts, params)
-        return time.perf_counter() - start, out, counter.flops
+        return clock, out, counter.flops
 
     run(1)  # warm-up (engine start, kernel choice)
-    t1, out1, proc1 = run(1)
-    tn, outn, procn = run(args.decode_len)
+    c1, out1, proc1 = run(1)
+    cn, outn, procn = run(args.decode_len)
+    t1, tn = c1.wall, cn.wall
     seqs = args.prompts * args.group_size
     made = sum(len(c.token_ids) for group in outn for c in group) - seqs  # tokens past the first
     p = args.prompt_len
@@ -204,9 +225,9 @@ def bench_generation(model, tokenizer, cfg, args, shapes, counter, peak) -> list
     decode = shapes.forward(made, seqs * (causal_pairs(round(per_seq) + 1, p) - causal_pairs(1, p)), made)
     hooked = args.engine == "hf"
     load_now = load()
-    return [Row(f"generation prefill ({args.engine}, {seqs} seqs x {p} tokens)", t1, prefill, proc1 if hooked else None,
-                peak[dtype], dtype, load_now, "1 new token each"),
-            Row(f"generation decode ({args.engine}, {made} tokens)", max(tn - t1, 1e-9), decode,
+    return [Row(f"generation prefill ({args.engine}, {seqs} seqs x {p} tokens)", t1, c1.cpu, prefill,
+                proc1 if hooked else None, peak[dtype], dtype, load_now, "1 new token each"),
+            Row(f"generation decode ({args.engine}, {made} tokens)", max(tn - t1, 1e-9), max(cn.cpu - c1.cpu, 1e-9), decode,
                 (procn - proc1) if hooked else None, peak[dtype], dtype, load_now,
                 f"{made / max(tn - t1, 1e-9):.1f} tokens/s; memory-bound: every token reads all weights")]
 
@@ -226,26 +247,28 @@ def bench_warm_start(model, tokenizer, cfg, args, shapes, counter, peak) -> Row:
             examples.append(Example("bench", parent, prompt, "", torch.randint(100, vocab, (n,), generator=gen).tolist()))
     train(model, examples[:k], ws, tokenizer.pad_token_id, progress=False)  # warm-up step (optimizer state, kernels)
     counter.reset()
-    start = time.perf_counter()
-    train(model, examples[k:], ws, tokenizer.pad_token_id, progress=False)
-    seconds = (time.perf_counter() - start) / args.ws_steps
+    with Clock() as clock:
+        train(model, examples[k:], ws, tokenizer.pad_token_id, progress=False)
     p = args.prompt_len
     prompt = shapes.forward(p - 1, causal_pairs(p - 1), 0)  # the shared prompt cache, no gradient
     answers = shapes.forward(sum(n + 1 for n in lengths), sum(causal_pairs(n + 1, p - 1) for n in lengths), sum(lengths))
     dtype = autocast_dtype(ws.dtype)
-    return Row("warm start step (warm_start.build.train)", seconds, prompt + 3 * answers, counter.flops / args.ws_steps,
+    return Row("warm start step (warm_start.build.train)", clock.wall / args.ws_steps, clock.cpu / args.ws_steps,
+               prompt + 3 * answers, counter.flops / args.ws_steps,
                peak[dtype], dtype, load(), f"1 prompt + {k} answers per step")
 
 
 def report(rows: list[Row], peaks: dict, threads: int) -> str:
-    lines = [f"Peak matmul (2048^3, {threads} threads): " + ", ".join(f"{k} {v / 1e9:.0f} GFLOP/s" for k, v in peaks.items()),
-             "", "| phase | seconds | useful GFLOP | processed GFLOP | useful GFLOP/s | dtype | % of peak | load | note |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [f"Peak matmul (2048^3, {threads} threads): " + ", ".join(
+                 f"{k} {v.flops_per_s / 1e9:.0f} GFLOP/s ({v.flops_per_cpu_s / 1e9:.0f} per CPU second)" for k, v in peaks.items()),
+             "", "| phase | seconds | CPU s | useful GFLOP | processed GFLOP | useful GFLOP/s | dtype | % of peak | "
+             "% of peak per CPU s | load | note |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         rate = r.useful / r.seconds
+        cpu_share = (r.useful / r.cpu_seconds) / r.peak.flops_per_cpu_s
         proc = f"{r.processed / 1e9:.1f}" if r.processed is not None else "-"
-        lines.append(f"| {r.phase} | {r.seconds:.2f} | {r.useful / 1e9:.1f} | {proc} | {rate / 1e9:.1f} | {r.dtype} | "
-                     f"{100 * rate / r.peak:.0f}% | {r.load:.2f} | {r.note} |")
+        lines.append(f"| {r.phase} | {r.seconds:.2f} | {r.cpu_seconds:.2f} | {r.useful / 1e9:.1f} | {proc} | {rate / 1e9:.1f} | "
+                     f"{r.dtype} | {100 * rate / r.peak.flops_per_s:.0f}% | {100 * cpu_share:.0f}% | {r.load:.2f} | {r.note} |")
     if max(r.load for r in rows) > 2:
         lines.append("\nLoad average above 2: the box was shared; rerun on a quiet box for figures to quote.")
     return "\n".join(lines)
@@ -278,7 +301,7 @@ def main(argv=None) -> int:
         peaks["bfloat16 (emulated)"] = matmul_peak(torch.bfloat16, repeats=1)
     peak = {"float32": peaks["float32"], "bfloat16": peaks.get("bfloat16", peaks.get("bfloat16 (emulated)"))}
     print(f"[bench] {args.model}, B={args.prompts} x G={args.group_size}, prompt {args.prompt_len}, answers ~{args.answer_len}; "
-          f"peaks {', '.join(f'{k} {v / 1e9:.0f}' for k, v in peaks.items())} GFLOP/s; load {load():.2f}", flush=True)
+          f"peaks {', '.join(f'{k} {v.flops_per_s / 1e9:.0f}' for k, v in peaks.items())} GFLOP/s; load {load():.2f}", flush=True)
     rows = []
     for phase in args.phases:
         model, tokenizer = load_policy(args.model, cfg.model.dtype, cfg.model.cache_dir, seed=0)
