@@ -22,6 +22,8 @@ from rollout import serve
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "serve.py"
+# One worker of scripts/test.sh's pytest-xdist runs every test that starts vLLM engines, one at a time (memory, cores).
+pytestmark = pytest.mark.xdist_group("vllm")
 
 
 def run_directory(tokenizer, path: Path, max_prompt_tokens: int = 1280, max_new_tokens: int = 256) -> Path:

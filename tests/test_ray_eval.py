@@ -32,7 +32,8 @@ QUICK = str(ROOT / "configs" / "quickstart.yaml")
 TINY = ["model.policy=tiny-random", "warm_start.enabled=false", "rollout.max_new_tokens=12", "rollout.group_size=4",
         "trainer.prompts_per_epoch=2", "trainer.epochs=1", "run.progress=false", "task.eval_workers=2",
         "population.size=4", "run.wandb=disabled", "run.export=false"]
-
+# One worker of scripts/test.sh's pytest-xdist runs every test with a Ray cluster, one cluster at a time.
+pytestmark = pytest.mark.xdist_group("ray")
 
 _HEAD: dict[str, int] = {}
 

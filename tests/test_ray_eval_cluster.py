@@ -31,7 +31,8 @@ from tasks import load_task
 from tasks.base import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.slow
+# One worker of scripts/test.sh's pytest-xdist runs every test with a Ray cluster, one cluster at a time.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 
 def sleepy(seconds: float, timeout_s: float):

@@ -16,6 +16,8 @@ import torch
 from conftest import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
+# One worker of scripts/test.sh's pytest-xdist runs every test that starts vLLM engines, one at a time (memory, cores).
+pytestmark = pytest.mark.xdist_group("vllm")
 
 
 def tiny_vllm_model(tokenizer, out: Path) -> Path:
