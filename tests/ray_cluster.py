@@ -16,6 +16,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
+
+from tasks.base import Verdict
 
 RAY = str(Path(sys.executable).parent / "ray")
 
@@ -168,3 +171,11 @@ class LoopbackCluster:
                 except ProcessLookupError:
                     pass
             time.sleep(0.2)
+
+
+def sleepy(seconds: float, timeout_s: float):
+    """A bare task: main() sleeps, then returns k + 0.5, which is the reward."""
+    return SimpleNamespace(name="sleepy", timeout_s=timeout_s, memory_mb=1024, cascade_entry=None, harness=None,
+                           data_files=(), run_entry="main", entry_function="main",
+                           verify=lambda value: Verdict(float(value), True, f"returned {value}", {}),
+                           code=lambda k: f"import time\ndef main():\n    time.sleep({seconds})\n    return {k}.5\n")

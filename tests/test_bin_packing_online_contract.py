@@ -13,12 +13,12 @@ import tempfile
 from array import array
 
 import pytest
-from conftest import child_env
-from task_copies import copy_task, load_error
 
 from rewards import isolation, run_program
 from rewards.sandbox import SANDBOX_USER
 from tasks import load_task
+from tests.helpers.env import child_env
+from tests.task_copies import copy_task, load_error
 
 OR = load_task("bin_packing_or")
 

@@ -3,10 +3,10 @@
 import textwrap
 
 import pytest
-from task_copies import copy_task, load_error
 
 from rewards import Evaluator
 from tasks import load_task
+from tests.task_copies import copy_task, load_error
 
 CHEM = load_task("symreg_chemistry")
 TRUE = """

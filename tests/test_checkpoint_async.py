@@ -10,37 +10,29 @@ import sys
 from concurrent.futures import Future
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
-from conftest import child_env
-from test_learner import _learner, samples
 
+from tests.helpers.env import child_env
+from tests.helpers.learner import StubEvolution, make_learner, samples
 from train.learner.distributed import DistInfo
 from train.loop.checkpoint import checkpoint_dirs, latest_checkpoint, load_checkpoint, save_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-class _Evolution:
-    """What save_checkpoint needs of train.loop.evolution.Evolution."""
-
-    def state_dict(self):
-        return {"archive/max_id": np.asarray(7), "pool/reward": np.array([1.8365015544609251, 0.5])}
-
-
 def test_an_async_checkpoint_holds_the_weights_of_the_moment_it_was_taken(tiny_model, tokenizer, tmp_path):
-    learner = _learner(copy.deepcopy(tiny_model), tokenizer)
+    learner = make_learner(copy.deepcopy(tiny_model), tokenizer)
     learner.step(samples(tokenizer, seed=0))
     at_save = {k: v.clone() for k, v in learner.full_state_dict().items()}
     moments = {id(p): {k: v.clone() for k, v in s.items() if torch.is_tensor(v)} for p, s in learner.optimizer.state.items()}
-    pending = save_checkpoint(tmp_path, 1, learner, _Evolution(), DistInfo(), keep=2, asynchronous=True)
+    pending = save_checkpoint(tmp_path, 1, learner, StubEvolution(), DistInfo(), keep=2, asynchronous=True)
     assert isinstance(pending, Future)
     learner.step(samples(tokenizer, seed=1))  # the policy moves on while the files are written
     assert any(not torch.equal(at_save[k], v) for k, v in learner.full_state_dict().items())
     final = pending.result()
     assert final == tmp_path / "checkpoints" / "epoch-000001" and latest_checkpoint(tmp_path) == final
-    fresh = _learner(copy.deepcopy(tiny_model), tokenizer)
+    fresh = make_learner(copy.deepcopy(tiny_model), tokenizer)
     epoch, evo = load_checkpoint(final, fresh, DistInfo())
     assert epoch == 1 and evo["pool/reward"][0] == 1.8365015544609251
     for k, v in fresh.full_state_dict().items():
@@ -51,29 +43,29 @@ def test_an_async_checkpoint_holds_the_weights_of_the_moment_it_was_taken(tiny_m
 
 
 def test_async_and_sync_checkpoints_write_the_same_files(tiny_model, tokenizer, tmp_path):
-    learner = _learner(copy.deepcopy(tiny_model), tokenizer)
+    learner = make_learner(copy.deepcopy(tiny_model), tokenizer)
     learner.step(samples(tokenizer, seed=0))
-    sync = save_checkpoint(tmp_path / "sync", 1, learner, _Evolution(), DistInfo(), keep=2)
-    done = save_checkpoint(tmp_path / "async", 1, learner, _Evolution(), DistInfo(), keep=2, asynchronous=True).result()
+    sync = save_checkpoint(tmp_path / "sync", 1, learner, StubEvolution(), DistInfo(), keep=2)
+    done = save_checkpoint(tmp_path / "async", 1, learner, StubEvolution(), DistInfo(), keep=2, asynchronous=True).result()
     names = sorted(str(p.relative_to(sync)) for p in sync.rglob("*") if p.is_file())
     assert names == sorted(str(p.relative_to(done)) for p in done.rglob("*") if p.is_file())
     assert "learner/dcp/.metadata" in names and "evolution.npz" in names and "state.json" in names
 
 
 def test_old_checkpoints_are_pruned_only_after_the_new_one_is_in_place(tiny_model, tokenizer, tmp_path):
-    learner = _learner(copy.deepcopy(tiny_model), tokenizer)
+    learner = make_learner(copy.deepcopy(tiny_model), tokenizer)
     for epoch in (1, 2, 3):
-        save_checkpoint(tmp_path, epoch, learner, _Evolution(), DistInfo(), keep=2, asynchronous=True).result()
+        save_checkpoint(tmp_path, epoch, learner, StubEvolution(), DistInfo(), keep=2, asynchronous=True).result()
     assert [p.name for p in checkpoint_dirs(tmp_path)] == ["epoch-000002", "epoch-000003"]
     assert not [p for p in (tmp_path / "checkpoints").iterdir() if p.name.startswith(".tmp-")]
 
 
 def test_a_failed_background_write_raises_where_the_loop_waits(tiny_model, tokenizer, tmp_path, monkeypatch):
-    learner = _learner(copy.deepcopy(tiny_model), tokenizer)
+    learner = make_learner(copy.deepcopy(tiny_model), tokenizer)
     failed: Future = Future()
     failed.set_exception(OSError(28, "No space left on device"))
     monkeypatch.setattr(learner.backend, "save_async", lambda path, group=None: failed)
-    pending = save_checkpoint(tmp_path, 1, learner, _Evolution(), DistInfo(), keep=2, asynchronous=True)
+    pending = save_checkpoint(tmp_path, 1, learner, StubEvolution(), DistInfo(), keep=2, asynchronous=True)
     with pytest.raises(OSError, match="No space left"):
         pending.result()
     assert latest_checkpoint(tmp_path) is None  # nothing half-written was renamed into place
@@ -86,20 +78,19 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 from train.loop.checkpoint import save_checkpoint
 from train.learner.distributed import DistInfo
 from train.learner.models import load_policy
-from test_learner import _learner, samples
-from test_checkpoint_async import _Evolution
+from tests.helpers.learner import StubEvolution, make_learner, samples
 
 model, tokenizer = load_policy("tiny-random", "float32", None, seed=0)
-learner = _learner(model, tokenizer)
+learner = make_learner(model, tokenizer)
 learner.step(samples(tokenizer, seed=0))
-save_checkpoint({run!r}, 1, learner, _Evolution(), DistInfo(), keep=2, asynchronous=True).result()
+save_checkpoint({run!r}, 1, learner, StubEvolution(), DistInfo(), keep=2, asynchronous=True).result()
 learner.step(samples(tokenizer, seed=1))
 real = learner.backend.save_async
 def in_flight(path, group=None):
     real(path, group).result()  # the model files are written, but the write has not reported back
     return Future()  # ... and never will: the kill comes first
 learner.backend.save_async = in_flight
-save_checkpoint({run!r}, 2, learner, _Evolution(), DistInfo(), keep=2, asynchronous=True)
+save_checkpoint({run!r}, 2, learner, StubEvolution(), DistInfo(), keep=2, asynchronous=True)
 os.kill(os.getpid(), signal.SIGKILL)
 """
 
@@ -112,7 +103,7 @@ def test_a_kill_while_the_write_is_in_flight_leaves_the_previous_checkpoint_whol
     assert [p.name for p in checkpoint_dirs(run)] == ["epoch-000001"]
     partial = [p for p in (run / "checkpoints").iterdir() if p.name.startswith(".tmp-epoch-000002")]
     assert len(partial) == 1 and (partial[0] / "learner" / "dcp" / ".metadata").is_file()  # written, never renamed
-    fresh = _learner(copy.deepcopy(tiny_model), tokenizer)
+    fresh = make_learner(copy.deepcopy(tiny_model), tokenizer)
     epoch, evo = load_checkpoint(latest_checkpoint(run), fresh, DistInfo())
     assert epoch == 1 and json.loads((run / "checkpoints" / "epoch-000001" / "state.json").read_text())["epoch"] == 1
 

@@ -5,24 +5,8 @@ import numpy as np
 import pytest
 
 from population.child import Child
-from rewards.evaluator import Evaluation
-from tasks import load_task
-from train.loop.config import load_config
-from train.loop.evolution import POOL, Evolution
-
-STARTER = 1.8365015544609251  # the circle-packing starter's sum of radii
-
-
-class FixedEvaluator:
-    """The starter's evaluation, without a sandbox: Evolution only evaluates the starter itself."""
-
-    def evaluate(self, code):
-        return Evaluation(STARTER, True, "valid packing")
-
-
-def make(tmp_path, *overrides, resume=None):
-    cfg = load_config(None, ["task.name=circle_packing_26", "population.size=2", "population.knn_k=2", *overrides])
-    return Evolution(cfg, tmp_path / "archive.sqlite", load_task("circle_packing_26"), FixedEvaluator(), resume=resume)
+from tests.helpers.evolution import STARTER, make
+from train.loop.evolution import POOL
 
 
 def child(code, reward, valid, is_program, tag, root):

@@ -10,9 +10,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hostile_verdicts import evaluate_quietly, verify_quietly, weakened
 
 from tasks import load_task
+from tests.hostile_verdicts import evaluate_quietly, verify_quietly, weakened
 
 TASK = load_task("autocorrelation_third")
 

@@ -17,11 +17,11 @@ import textwrap
 
 import numpy as np
 import pytest
-from hostile_verdicts import with_warnings
 
 import tasks.families.boston.verify as boston_verify
 from rewards import Evaluator, run_program
 from tasks import load_task
+from tests.hostile_verdicts import with_warnings
 
 TASK = load_task("boston_housing")
 with np.load(TASK.folder / "heldout.npz", allow_pickle=False) as _held:

@@ -9,11 +9,11 @@ import itertools
 
 import numpy as np
 import pytest
-from hostile_verdicts import evaluate_quietly, verify_quietly
-from test_task_cap_set import CAP_20, as_lists
 
 import tasks.families.cap_set.verify as cs
 from tasks import load_task
+from tests.helpers.cap_set import CAP_20, as_lists
+from tests.hostile_verdicts import evaluate_quietly, verify_quietly
 
 TASKS = {n: load_task(f"cap_set_{n}") for n in (4, 8)}
 

@@ -12,13 +12,13 @@ import textwrap
 
 import numpy as np
 import pytest
-from hostile_cases import brute_force_certified_sum
-from hostile_verdicts import with_warnings
 
 import tasks.families.circles.verify as circles
 import tasks.families.rect_packing.verify as rect_packing
 from rewards import Evaluator
 from tasks import load_task
+from tests.hostile_cases import brute_force_certified_sum
+from tests.hostile_verdicts import with_warnings
 
 SMALL = 0.1 * math.sqrt(2) - 0.1  # the circle that fits between four touching circles of radius 0.1
 

@@ -7,11 +7,11 @@ says so; pinned below). What the verifier must stop is a "map" that is no functi
 all, such as a counter of calls, which the harness's fixed call order would otherwise pay 1.0."""
 
 import pytest
-from hostile_verdicts import evaluate_quietly, verify_quietly, weakened
-from test_task_dyck import BJS_PROGRAM, CATALAN, artefact, bjs, expected
 
 from tasks import load_task
 from tasks.families.dyck.verify import dyck_paths
+from tests.helpers.dyck import BJS_PROGRAM, CATALAN, artefact, bjs, expected
+from tests.hostile_verdicts import evaluate_quietly, verify_quietly, weakened
 
 TASK = load_task("dyck_bijection")
 

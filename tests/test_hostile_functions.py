@@ -12,11 +12,11 @@ import re
 
 import numpy as np
 import pytest
-from hostile_verdicts import with_warnings
 
 import tasks.families.functions.verify as functions
 from rewards import Evaluator
 from tasks import load_task
+from tests.hostile_verdicts import with_warnings
 
 EGG_MIN = [512.0, 404.2319]
 

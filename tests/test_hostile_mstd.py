@@ -9,9 +9,9 @@ uniquely, so its ratio is (51/47)^2 = 2601/2209 = 1.1775; and SIXTY, 24 integers
 113 sums and 105 differences (1.0762, from a local search), which halved fits [0, 30) as fractions."""
 
 import pytest
-from hostile_verdicts import evaluate_quietly, verify_quietly, weakened
 
 from tasks import load_task
+from tests.hostile_verdicts import evaluate_quietly, verify_quietly, weakened
 
 TASK = load_task("mstd_30")
 B = [4, 5, 7, 8, 9, 12, 16, 17, 20, 24, 25, 27, 28, 29]

@@ -11,11 +11,11 @@ import math
 
 import numpy as np
 import pytest
-from hostile_verdicts import with_warnings
 
 import tasks.families.spherical_code.verify as spherical_code
 from rewards import Evaluator
 from tasks import load_task
+from tests.hostile_verdicts import with_warnings
 
 TASK = load_task("spherical_code_30")
 PHI = (1 + math.sqrt(5)) / 2

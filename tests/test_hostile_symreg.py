@@ -11,12 +11,12 @@ import textwrap
 
 import numpy as np
 import pytest
-from hostile_verdicts import evaluate_quietly, verify_quietly
 
 import tasks.families.symreg.verify as sv
 from rewards import Evaluator, run_program
 from tasks import load_task
 from tasks.base import Verdict
+from tests.hostile_verdicts import evaluate_quietly, verify_quietly
 
 TASK = load_task("symreg_physics")
 HELDOUT = TASK.folder / "heldout.npz"

@@ -16,13 +16,13 @@ from functools import cache
 
 import numpy as np
 import pytest
-from hostile_cases import HOSTILE, hostile_variants
-from hostile_verdicts import with_warnings
 
 from population.archive import Archive
 from rewards import Evaluator
 from rewards.sandbox import RunResult, run_program
 from tasks import Verdict, available_tasks, load_task
+from tests.hostile_cases import HOSTILE, hostile_variants
+from tests.hostile_verdicts import with_warnings
 
 # The families whose verifiers this red team owns: they must handle every hostile value themselves
 # (one line of feedback, no "could not check the result"), not only through the guard.

@@ -1,6 +1,6 @@
 """Code is imported by name, never by path: no project file edits ``sys.path`` or loads a file with
 ``spec_from_file_location`` (scripts/ holds commands over package code; tests import that code; a
-child process a test starts gets its path from PYTHONPATH, conftest.child_env), the commands in
+child process a test starts gets its path from PYTHONPATH, tests.helpers.env.child_env), the commands in
 scripts/ define nothing of their own, and the run-reading room imports none of the run's modules.
 Read from each file's syntax tree, so program text inside strings (the sandbox tests' hostile
 programs edit sys.path on purpose) does not count."""
@@ -79,7 +79,7 @@ def test_no_file_edits_sys_path_or_loads_a_script_by_path():
                 seen.add(rel)
             else:
                 wrong.append(f"{rel}:{line}: {kind}")
-    assert wrong == [], "import by name (package code), or give a child process PYTHONPATH (conftest.child_env)"
+    assert wrong == [], "import by name (package code), or give a child process PYTHONPATH (tests.helpers.env.child_env)"
     assert seen == set(ALLOWED), f"no longer needed, take it out of ALLOWED: {sorted(set(ALLOWED) - seen)}"
 
 

@@ -4,20 +4,10 @@ import math
 import pytest
 import torch
 
+from tests.helpers.learner import make_learner, samples
 from train.learner.config import TrainerConfig
 from train.learner.distributed import DistInfo
 from train.learner.learner import Learner, Sample, pack, response_logprobs, token_budget_chunks
-
-
-def samples(tokenizer, n_groups=2, g=3, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    out = []
-    for group in range(n_groups):
-        prompt = torch.randint(10, 1000, (4 + 3 * group,), generator=gen).tolist()
-        for j in range(g):
-            response = torch.randint(10, 1000, (2 + (j * 2 + group) % 5,), generator=gen).tolist()
-            out.append(Sample(prompt, response, reward=float((j + group) % 3), group=group))
-    return out
 
 
 def test_packed_logprobs_equal_unpadded_per_sequence(tiny_model, tokenizer):
@@ -103,22 +93,17 @@ def test_token_budget_chunks_respect_the_budget():
     assert token_budget_chunks(batch, 3, 0) == [[0, 1, 2], [3, 4, 5], [6]]
 
 
-def _learner(model, tokenizer, **overrides):
-    cfg = TrainerConfig(lr=1e-2, grad_clip=1e9, lr_warmup_steps=3, **overrides)
-    return Learner(model, cfg, group_size=3, temperature=1.0, pad_id=tokenizer.pad_token_id, info=DistInfo())
-
-
 def test_save_load_state_resumes_exactly(tiny_model, tokenizer, tmp_path):
     """Two steps straight == step, save, fresh learner, load, step (AdamW moments and the warmup
     schedule included: without them the second update differs)."""
-    straight = _learner(copy.deepcopy(tiny_model), tokenizer)
+    straight = make_learner(copy.deepcopy(tiny_model), tokenizer)
     for seed in (0, 1):
         straight.step(samples(tokenizer, seed=seed))
-    first = _learner(copy.deepcopy(tiny_model), tokenizer)
+    first = make_learner(copy.deepcopy(tiny_model), tokenizer)
     first.step(samples(tokenizer, seed=0))
     first.save_state(tmp_path / "ckpt")
     assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == ["dcp", "extra.pt"]
-    resumed = _learner(copy.deepcopy(tiny_model), tokenizer)
+    resumed = make_learner(copy.deepcopy(tiny_model), tokenizer)
     resumed.load_state(tmp_path / "ckpt")
     assert resumed.scheduler.get_last_lr() == straight_lr_after(1)
     metrics = resumed.step(samples(tokenizer, seed=1))
@@ -137,7 +122,7 @@ def test_deepspeed_checkpoint_does_not_load_into_another_strategy(tiny_model, to
     (tmp_path / "deepspeed").mkdir()
     torch.save({"scheduler": {}, "moved": True, "strategy": "deepspeed", "world": 2}, tmp_path / "extra.pt")
     with pytest.raises(ValueError, match="DeepSpeed checkpoints resume only under deepspeed with the same"):
-        _learner(tiny_model, tokenizer).load_state(tmp_path)
+        make_learner(tiny_model, tokenizer).load_state(tmp_path)
 
 
 def _is_step(model, tokenizer, shift: float | None, rollout_is: str = "token"):

@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import child_env
 
 from tasks.base import TASKS_DIR
+from tests.helpers.env import child_env
 from train.loop.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]

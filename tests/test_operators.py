@@ -283,7 +283,7 @@ class OperatorEngine(HFEngine):
 
 @pytest.mark.slow
 def test_a_scripted_policy_drives_every_operator_through_the_loop(tmp_path):
-    from test_e2e import run_helix
+    from tests.helpers.scripted import run_helix
 
     ENGINES["operators"] = OperatorEngine
     try:

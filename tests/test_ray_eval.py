@@ -18,12 +18,12 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from ray_cluster import free_port, in_session, parent_of, pids_with, session_of
 
 from rewards import Evaluator, make_runner
 from rewards.ray_eval import RayUnreachable, check_reachable
 from tasks import load_task
 from tasks.base import Verdict
+from tests.ray_cluster import free_port, in_session, parent_of, pids_with, session_of
 from train.helix import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -248,10 +248,9 @@ def test_a_child_lost_twice_is_an_infra_failure_not_a_zero_reward(ray_cluster):
 
 @pytest.mark.slow
 def test_the_loop_on_ray_archives_exactly_what_the_local_loop_does(ray_cluster, tmp_path):
-    from test_e2e import ScriptedEngine
-
     from population.archive import Archive
     from rollout.engines import ENGINES
+    from tests.helpers.scripted import ScriptedEngine
 
     ENGINES["scripted"] = ScriptedEngine
     try:

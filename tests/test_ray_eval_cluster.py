@@ -21,26 +21,16 @@ import sys
 import threading
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
-from ray_cluster import LoopbackCluster, parent_of, pids_with
 
 from rewards import Evaluator, make_runner, ray_eval
 from tasks import load_task
-from tasks.base import Verdict
+from tests.ray_cluster import LoopbackCluster, parent_of, pids_with, sleepy
 
 ROOT = Path(__file__).resolve().parents[1]
 # One worker of scripts/test.sh's pytest-xdist runs every test with a Ray cluster, one cluster at a time.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
-
-
-def sleepy(seconds: float, timeout_s: float):
-    """A bare task: main() sleeps, then returns k + 0.5, which is the reward."""
-    return SimpleNamespace(name="sleepy", timeout_s=timeout_s, memory_mb=1024, cascade_entry=None, harness=None,
-                           data_files=(), run_entry="main", entry_function="main",
-                           verify=lambda value: Verdict(float(value), True, f"returned {value}", {}),
-                           code=lambda k: f"import time\ndef main():\n    time.sleep({seconds})\n    return {k}.5\n")
 
 
 class Tracked:
@@ -157,8 +147,8 @@ def test_the_workers_run_the_code_the_driver_ships_not_a_decoy_in_its_working_di
     driver.write_text(f"""
 import json, sys
 import ray
-sys.path.insert(0, {str(ROOT / 'tests')!r})
-from test_ray_eval_cluster import sleepy
+sys.path.insert(0, {str(ROOT)!r})
+from tests.ray_cluster import sleepy
 from rewards import Evaluator, make_runner
 task = sleepy(0.1, 10.0)
 runner = make_runner("ray", task, {cluster.cluster.address!r}, workers=1)
@@ -355,9 +345,8 @@ def test_a_lost_head_is_a_helix_error_and_the_run_resumes_exactly_on_a_new_clust
     line naming the checkpoint and the --resume command; resumed against a new cluster, it ends
     with the archive of an uninterrupted run (the local pool's: tests/test_ray_eval.py shows they
     are equal)."""
-    from test_e2e import ScriptedEngine
-
     from rollout.engines import ENGINES
+    from tests.helpers.scripted import ScriptedEngine
     from train.helix import main
 
     ENGINES["scripted"] = ScriptedEngine

@@ -3,13 +3,13 @@ across a resume too), counted as a repeat, and under evolution.repeats=zero neit
 
 import numpy as np
 import pytest
-from test_evolution import make
 
 from population.canonical import canonicalize
 from population.child import Child
 from rewards.evaluator import Evaluation
 from rollout.engine_api import Completion
 from tasks import load_task
+from tests.helpers.evolution import make
 from train.loop.children import Job, evaluate_children, repeat_feedback
 from train.loop.config import ConfigError, load_config
 
@@ -111,9 +111,8 @@ def test_the_repeats_setting_is_checked():
 def test_the_loop_counts_a_program_written_again_in_a_later_epoch(tmp_path, capsys, repeats):
     """The scripted policy writes the same two programs in every group, a harmless edit of the starter
     and one that crashes: new in epoch 1 (siblings are no repeats of each other), repeats in epoch 2."""
-    from test_e2e import metrics, run_scripted
-
     from population.archive import Archive
+    from tests.helpers.scripted import metrics, run_scripted
 
     run = run_scripted(tmp_path, "population.enabled=false", f"evolution.repeats={repeats}", "run.export=false")
     rows = metrics(run)

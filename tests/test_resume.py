@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import child_env
 
+from tests.helpers.env import child_env
 from train.helix import main
 from train.loop.checkpoint import checkpoint_dirs, latest_checkpoint, rng_state, set_rng_state
 

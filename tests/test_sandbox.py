@@ -12,10 +12,10 @@ import threading
 import time
 
 import pytest
-import sandbox_cases as cases
-from sandbox_cases import GRID, GRID_SUM, LIMIT, RESULT_FD, TASK, evaluate, program, running
 
+import tests.sandbox_cases as cases
 from rewards import Evaluator, cgroup, isolation, run_program, sandbox
+from tests.sandbox_cases import GRID, GRID_SUM, LIMIT, RESULT_FD, TASK, evaluate, program, running
 
 
 @pytest.fixture(autouse=True)

@@ -10,11 +10,11 @@ import sys
 import tempfile
 
 import pytest
-import sandbox_cases as cases
-from conftest import child_env
-from sandbox_cases import GRID_SUM, LIMIT, evaluate, program
 
+import tests.sandbox_cases as cases
 from rewards import cgroup, isolation, run_program, sandbox
+from tests.helpers.env import child_env
+from tests.sandbox_cases import GRID_SUM, LIMIT, evaluate, program
 
 
 @pytest.fixture(autouse=True)
@@ -222,7 +222,7 @@ def run_packing():
     return out
 '''
 # A throwaway "trainer": evaluates argv[1] (with its own pid filled in) and prints the result as JSON.
-# It imports this checkout's rewards/ through PYTHONPATH (conftest.child_env).
+# It imports this checkout's rewards/ through PYTHONPATH (tests.helpers.env.child_env).
 EVALUATOR = """
 import json, os, sys
 from rewards import run_program

@@ -9,10 +9,10 @@ import threading
 import time
 
 import pytest
-import sandbox_cases as cases
-from conftest import child_env
 
+import tests.sandbox_cases as cases
 from rewards import isolation, run_program
+from tests.helpers.env import child_env
 
 
 @pytest.fixture(autouse=True)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import child_env
 
+from tests.helpers.env import child_env
 from train.learner import shared_prefix
 from train.learner.config import TrainerConfig
 from train.learner.distributed import DistInfo

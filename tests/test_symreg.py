@@ -6,12 +6,12 @@ import textwrap
 
 import numpy as np
 import pytest
-from task_copies import copy_task, load_error
 
 from rewards import Evaluator, run_program
 from tasks import load_task
 from tasks.families.symreg.data import CATEGORIES, generate
 from tasks.families.symreg.verify import NMSE_FLOOR, nmse, reward_from_nmse, verify_predictions
+from tests.task_copies import copy_task, load_error
 
 NAMES = [f"symreg_{c}" for c in CATEGORIES]
 CHEM = load_task("symreg_chemistry")

@@ -15,11 +15,11 @@ import runpy
 
 import numpy as np
 import pytest
-from hostile_cases import brute_force_certified_sum
 
 from rewards import Evaluator
 from tasks import load_task
 from tasks.families.spherical_code.verify import min_angle, verify_code
+from tests.hostile_cases import brute_force_certified_sum
 
 SPHERE = load_task("spherical_code_30")
 RECT = load_task("circle_packing_rect_21")

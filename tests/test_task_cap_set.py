@@ -18,14 +18,9 @@ from rewards import Evaluator
 from rewards.sandbox import run_program
 from tasks import load_task
 from tasks.families.cap_set.verify import BEST_KNOWN, find_line, powers, verify_cap_set
+from tests.helpers.cap_set import CAP_20, as_lists
 
 NS = (4, 5, 6, 7, 8)
-
-# A 20-cap in Z_3^4 (the largest possible, FunSearch Figure 4a / Pellegrino 1970), found by random
-# greedy orders (seed 0, order 5370) and checked here by brute force over all 1140 triples.
-CAP_20 = [(0, 0, 0, 0), (0, 0, 0, 2), (0, 0, 2, 0), (0, 0, 2, 2), (0, 1, 1, 1), (0, 1, 1, 2), (0, 2, 1, 0),
-          (0, 2, 1, 1), (1, 0, 1, 1), (1, 0, 2, 1), (1, 1, 1, 0), (1, 1, 2, 0), (1, 2, 0, 0), (1, 2, 0, 1),
-          (2, 0, 0, 1), (2, 0, 1, 1), (2, 1, 2, 1), (2, 1, 2, 2), (2, 2, 0, 2), (2, 2, 1, 2)]
 
 # FunSearch's evolved priority, paper 001 Figure 4b: with the greedy skeleton it gives a 512-cap in Z_3^8.
 FUNSEARCH_PRIORITY = '''
@@ -124,10 +119,6 @@ def max_cap_size(n: int) -> int:
 
     grow([0], ((1 << len(V)) - 1) & ~1)
     return best
-
-
-def as_lists(vectors):
-    return [list(v) for v in vectors]
 
 
 @pytest.fixture(scope="module")

@@ -7,15 +7,15 @@ import shutil
 
 import numpy as np
 import pytest
-from hostile_cases import brute_force_certified_sum
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from task_copies import load_error
 
 import tasks.base
 from rewards import Evaluator
 from rollout.prompts import PromptBuilder
 from tasks import Verdict, available_tasks, load_task
+from tests.hostile_cases import brute_force_certified_sum
+from tests.task_copies import load_error
 
 TASK = load_task("circle_packing_26")
 GAP = 0.1 * math.sqrt(2) - 0.1  # the hole between four touching r = 0.1 circles

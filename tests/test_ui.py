@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 from starlette.testclient import TestClient
-from ui_runs import HOSTILE, build_ui_run
 
 from population.archive import Archive, ReadOnlyArchive
+from tests.ui_runs import HOSTILE, build_ui_run
 from train.runs import ablation, browse
 from train.runs import run_data as rd
 from train.runs.ui.server import create_app

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, child_env
-from ui_runs import build_ui_run
 
 from population.archive import Archive
+from tests.helpers.env import ROOT, child_env
+from tests.ui_runs import build_ui_run
 
 CHROMIUM = os.environ.get("HELIX_CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
