@@ -5,9 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_bench_sandbox_reports_both_programs_sequential_and_parallel():
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench" / "bench_sandbox.py"), "--n", "2", "--repeats", "1",
                            "--workers", "2", "--binpack", "bin_packing_or", "--binpack-n", "1"],

@@ -95,6 +95,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
+@pytest.mark.slow
 def test_a_kill_while_the_write_is_in_flight_leaves_the_previous_checkpoint_whole(tiny_model, tokenizer, tmp_path):
     run = tmp_path / "run"
     script = KILLED_MID_WRITE.format(run=str(run))
@@ -122,6 +123,7 @@ def test_bench_checkpoint_runs_both_modes_through_the_loop():
     assert waited and float(waited.group(1)) > 0
 
 
+@pytest.mark.slow
 def test_an_error_in_the_loop_lets_the_checkpoint_in_flight_finish(tmp_path, monkeypatch):
     """An exception (or Ctrl-C) right after an asynchronous checkpoint was started: the write is
     finished and renamed before the error leaves the loop, so --resume starts from that epoch."""

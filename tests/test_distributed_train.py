@@ -48,6 +48,7 @@ def test_single_process_steps_change_the_weights(single, tmp_path):
     assert len(losses) == 2 and all(loss == loss for loss in losses)
 
 
+@pytest.mark.slow
 def test_token_budget_micro_batches_give_the_same_update(single, tmp_path):
     weights, _ = _run(tmp_path, "--steps", "2", "--token-budget", "24")
     _assert_same(weights, single[0])
@@ -116,6 +117,7 @@ def test_bf16_offload_and_gradient_checkpointing_train_like_fp32(single, tmp_pat
     assert losses == pytest.approx(single[1], rel=1e-2, abs=1e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("offload", [[], ["--offload"]], ids=["on_device", "cpu_offload"])
 def test_fsdp2_bf16_keeps_fp32_master_weights_for_a_policy_loaded_in_bf16(tmp_path, offload):
     """The paper configs load the policy in bf16 (model.dtype) and train with trainer.bf16 under

@@ -202,6 +202,7 @@ def test_torchrun_two_ranks(tmp_path, strategy):
     assert any(not torch.equal(t, initial[n]) for n, t in exported.items()), "training never moved the weights"
 
 
+@pytest.mark.slow
 def test_what_the_prompt_budget_dropped_is_logged(tmp_path):
     """With the full description the starter's prompt is ~1200 tokens: at 900 the parent's feedback is
     shortened, then program lines cut; each prompt's record lands in metrics.jsonl
@@ -226,6 +227,7 @@ def test_what_the_prompt_budget_dropped_is_logged(tmp_path):
     assert browse.solution(run, 2)["prompt"]["text"] == shown[0]["text"]
 
 
+@pytest.mark.slow
 def test_evo_only_builds_no_learner(tmp_path, monkeypatch):
     """EvoOnly (trainer.enabled: false): no optimizer and no reference model exist at all."""
     import train.loop.epoch_loop
@@ -239,6 +241,7 @@ def test_evo_only_builds_no_learner(tmp_path, monkeypatch):
     assert "loss" not in row and "kl" not in row and row["archive_size"] == 5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trainer", ["true", "false"], ids=["train_only", "best_of_n"])
 def test_without_a_population_every_prompt_is_the_starter(tmp_path, trainer):
     """TrainOnly / BestOfN: valid children exist (the scripted harmless edit) but never become
@@ -255,6 +258,7 @@ def test_without_a_population_every_prompt_is_the_starter(tmp_path, trainer):
     assert samples and {s["parent_id"] for s in samples} == {ids[0]}
 
 
+@pytest.mark.slow
 def test_a_wall_time_budget_stops_after_the_epoch_that_reaches_it(tmp_path, capsys):
     from train.loop.checkpoint import latest_checkpoint
 

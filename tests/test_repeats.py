@@ -107,6 +107,7 @@ def test_the_repeats_setting_is_checked():
         load_config(None, ["evolution.repeats=skip"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("repeats", ["score", "zero"])
 def test_the_loop_counts_a_program_written_again_in_a_later_epoch(tmp_path, capsys, repeats):
     """The scripted policy writes the same two programs in every group, a harmless edit of the starter

@@ -114,10 +114,10 @@ def test_killed_run_resumes_to_the_uninterrupted_state(tmp_path, trainer):
     if trainer != "evo_only":
         ref_w, cut_w = _weights(tmp_path / "ref"), _weights(cut)
         assert ref_w.keys() == cut_w.keys()
-        changed = False
+        changed, initial = False, _initial_weights()  # loaded once, not once per tensor
         for name in ref_w:
             np.testing.assert_allclose(cut_w[name], ref_w[name], rtol=0, atol=1e-6, err_msg=name)
-            changed |= not np.array_equal(cut_w[name], _initial_weights()[name])
+            changed |= not np.array_equal(cut_w[name], initial[name])
         assert changed, "training never changed the weights, so the comparison proves nothing"
         # The export CLI rebuilds the same weights from the last checkpoint.
         exported = subprocess.run([sys.executable, str(ROOT / "scripts" / "export.py"), str(cut), str(tmp_path / "hf")],
@@ -139,6 +139,7 @@ def _initial_weights() -> dict[str, np.ndarray]:
     return {k: v.detach().numpy() for k, v in model.state_dict().items()}
 
 
+@pytest.mark.slow
 def test_checkpoints_are_atomic_and_pruned(tmp_path):
     run = tmp_path / "r"
     rc = main(["--config", QUICK, *TINY, "trainer.epochs=3", "trainer.enabled=false", "run.export=false",
@@ -161,6 +162,7 @@ def test_checkpoints_are_atomic_and_pruned(tmp_path):
     assert epochs == [1, 2, 3, 4]
 
 
+@pytest.mark.slow
 def test_a_kill_between_checkpoint_and_log_loses_no_row(tmp_path, monkeypatch):
     """The checkpoint is written before the epoch's metrics row: a kill in between must not leave
     that epoch without a row once resumed (the checkpoint carries a copy of the rows)."""
