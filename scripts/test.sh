@@ -7,7 +7,7 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/setup.sh" || exit $?
-# tests/test_ui_browser.py drives Debian's headless chromium (Playwright comes with setup.cfg's test extra;
+# tests/runs/test_ui_browser.py drives Debian's headless chromium (Playwright comes with setup.cfg's test extra;
 # never `playwright install`). Installed here, as root or through sudo, when it is missing.
 if [[ ! -x "${HELIX_CHROMIUM:-/usr/bin/chromium}" ]]; then
   echo "scripts/test.sh: installing Debian's chromium for the run browser's test (apt-get)" >&2

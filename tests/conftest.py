@@ -3,7 +3,7 @@ import os
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# Ray's single-node mode: the loopback clusters of tests/test_ray_eval.py keep every address on
+# Ray's single-node mode: the loopback clusters of tests/rewards/test_ray_eval.py keep every address on
 # 127.0.0.1. Ray reads it when first imported (verl imports it), so it is set before anything.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")

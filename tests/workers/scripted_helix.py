@@ -1,4 +1,4 @@
-"""train/helix.py with the scripted engine of tests/test_e2e.py (tests/helpers/scripted.py) registered, so a run in its own
+"""train/helix.py with the scripted engine of tests/loop/test_e2e.py (tests/helpers/scripted.py) registered, so a run in its own
 process (needed to SIGKILL it) gets mixed rewards per group and GRPO really updates the policy.
 Started with the checkout on its PYTHONPATH (tests.helpers.env.child_env), for test_resume."""
 
