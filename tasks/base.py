@@ -60,7 +60,7 @@ Optional task.yaml keys (all checked at load time):
   cascade_timeout_s instead of timeout_s.
 * ``starter_reaches_best_known``: a sentence saying why the shipped starter already scores
   ``best_known`` (for example, a benchmark that starts from the record to improve on it). Without
-  it a starter must score strictly below ``best_known`` (tests/test_tasks.py), since a starter at
+  it a starter must score strictly below ``best_known`` (tests/tasks/test_tasks.py), since a starter at
   the record means the value or its unit is wrong; with it, the starter must reach it.
 * ``improvement_tolerance`` (default 1e-9): the relative margin by which a reward must beat the best
   so far to count as a new best (``Task.improves``: the epoch metrics' ``new_best_frac``, the report).
@@ -161,7 +161,7 @@ class Task:
         would not be safe here, being process-wide), a valid verdict needs a finite real reward,
         and a metric that is not a finite real number is dropped, so the archive stores finite
         numbers only. Other warnings (e.g. numpy's "Mean of empty slice") are the verifier's to
-        avoid: tests/test_hostile_values.py runs every task's verifier over hostile values."""
+        avoid: tests/redteam/test_hostile_values.py runs every task's verifier over hostile values."""
         try:
             with np.errstate(all="ignore"):
                 verdict = self._verify(returned)

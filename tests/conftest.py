@@ -1,25 +1,15 @@
 import os
-from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# Ray's single-node mode: the loopback clusters of tests/test_ray_eval.py keep every address on
+# Ray's single-node mode: the loopback clusters of tests/rewards/test_ray_eval.py keep every address on
 # 127.0.0.1. Ray reads it when first imported (verl imports it), so it is set before anything.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 # A throwaway loopback cluster needs no token (Ray >= 2.59 turns token auth on by default, and a
 # token cached by an earlier Ray session in this process would not match a new head's).
 os.environ["RAY_AUTH_MODE"] = "disabled"
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def child_env(**extra: str) -> dict[str, str]:
-    """The environment of a Python process a test starts (a worker, a throwaway evaluator): this
-    checkout and tests/ first on its PYTHONPATH, so it imports the code under test rather than
-    another install's, and the test helpers, with no sys.path edit of its own."""
-    path = [str(ROOT), str(ROOT / "tests"), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(path)), **extra}
 
 
 @pytest.fixture(scope="session")

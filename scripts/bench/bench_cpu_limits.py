@@ -291,8 +291,8 @@ def main(argv=None) -> int:
                         choices=["grpo", "generation", "warm_start"])
     args = parser.parse_args(argv)
 
+    from train.config.config import load_config
     from train.learner.models import load_policy
-    from train.loop.config import load_config
 
     cfg = load_config(args.config)
     args.model = args.model or cfg.model.policy

@@ -1,6 +1,6 @@
 """The bin-packing harness as it was before the trusted driver (commit 9816832), kept ONLY as the
-"before" of scripts/bench/bench_sandbox.py and as the positive control of tests/test_bin_packing_online*.py:
-the cheats there lift the reward when it runs, so they are not duds. No task uses it.
+"before" of scripts/bench/bench_sandbox.py and as the positive control of tests/tasks/test_bin_packing_online*.py
+and tests/redteam/test_bin_packing_online_redteam.py: the cheats there lift the reward when it runs, so they are not duds. No task uses it.
 
 It runs INSIDE the sandbox, after the program, with data.npz copied into the sandbox's directory, and
 packs every instance there, one after the other (FunSearch's online_binpack): the whole item sequence

@@ -1,5 +1,5 @@
 """One GRPO step (or save / resume) on the tiny policy, run alone or under torchrun by
-tests/test_distributed_train.py. Writes the resulting full weights to OUT/weights.pt (rank 0)."""
+tests/learner/test_distributed_train.py. Writes the resulting full weights to OUT/weights.pt (rank 0)."""
 
 import argparse
 import gc

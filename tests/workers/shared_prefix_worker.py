@@ -1,5 +1,5 @@
 """One GRPO step with trainer.shared_prefix off, then on, from the same initial weights, under
-torchrun (fsdp2 or deepspeed ZeRO-3, gloo). Run by tests/test_shared_prefix.py; rank 0 writes
+torchrun (fsdp2 or deepspeed ZeRO-3, gloo). Run by tests/learner/test_shared_prefix.py; rank 0 writes
 both resulting full weights (and the initial ones) to OUT/weights.pt.
 
 AdamW runs with eps 1e3 (lr 10): with |grad| << eps its update is linear in the gradient (about

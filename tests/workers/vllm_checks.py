@@ -1,5 +1,5 @@
 """vLLM engine checks in their own process (vLLM binds OpenMP threads and sets process-wide
-state we keep out of the pytest process). Each rank prints one JSON line; tests/test_vllm_engine.py
+state we keep out of the pytest process). Each rank prints one JSON line; tests/rollout/test_vllm_engine.py
 asserts. Under torchrun the learner is FSDP2 and every rank's engine uses external_launcher.
 
     python tests/workers/vllm_checks.py MODEL_DIR WORKSPACE

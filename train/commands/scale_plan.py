@@ -12,7 +12,7 @@ says which number came from where.
         --gen-tok-s-per-gpu 850 --train-tok-s-per-gpu 1670 --node-cores 112 --params 14.77e9 --disk-gb-s 2 \\
         --source gen-tok-s-per-gpu="scripts/bench/bench_rollout.py on the node, 2026-..." [section.key=value ...]
 
-Model (the pure functions below; tests/test_plan_scale.py checks them by hand):
+Model (the pure functions below; tests/loop/test_plan_scale.py checks them by hand):
 - children per epoch = trainer.prompts_per_epoch x rollout.group_size.
 - generate = children x answer tokens / (GPUs x generation tokens/s per GPU): decode-bound,
   prompt prefill not counted (with prefix caching a group's prompt is prefilled once).

@@ -1,3 +1,3 @@
 """The GRPO learner: the loss (eq. 4, via verl), the shared-prefix layout, the backends that place the
 policy on one or many ranks, and export. It imports no other HELIX package and no other room of train/
-(tests/test_architecture.py), so it can be read, tested and reused on its own."""
+(tests/docs/test_architecture.py), so it can be read, tested and reused on its own."""

@@ -15,7 +15,7 @@ The sixth instances: on none of the others is Martello and Toth's L2 bound above
 Weibull items), so a bug in L2 would change no reward. Each family therefore gets one more
 instance of 120 items from the same distribution, drawn with its own seed: the first seed, counting
 up from the family's, whose draw has L2 = L1 + 1 (OR: 56 > 55; Weibull: 49 > 48).
-tests/test_task_bin_packing.py checks that with an independent transcription of L2, and that
+tests/tasks/test_task_bin_packing.py checks that with an independent transcription of L2, and that
 replacing L2 by L1 in the verifier changes a reward.
 
 Each file holds ``capacity`` (int), ``names`` (the data sets, in order), ``items_<name>`` (the item

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 
-# The checks on a reply, one function each (tests/test_bin_packing_online_redteam.py weakens them one at a time).
+# The checks on a reply, one function each (tests/redteam/test_bin_packing_online_redteam.py weakens them one at a time).
 def is_reply_for(reply, count: int) -> bool:
     """A list with one entry per item of the request."""
     return type(reply) is list and len(reply) == count

@@ -4,7 +4,7 @@ The program defines ``run_model(X_train, y_train, X_test)``. This harness loads 
 404 training rows with their targets and the 102 held-out rows' features only), calls it once, and
 returns its predictions. The held-out targets are not in this process nor in its directory, and
 tasks/ is hidden from it (the repository's .git is not: once heldout.npz is committed, `git show`
-can read it; tests/test_task_boston.py marks that as a known leak). The parent's verifier scores
+can read it; tests/tasks/test_task_boston.py marks that as a known leak). The parent's verifier scores
 the predictions, so a program that patches numpy or pandas can only spoil its own predictions,
 never its score. Types, shape, finiteness and magnitude are checked by the verifier, not here, so
 a wrong answer is reported the same way whether or not this code ran as written (a program can
