@@ -366,3 +366,65 @@ def test_a_wrong_path_in_a_synthetic_page_is_caught_and_named():
 def test_the_anchors_follow_githubs_rules():
     text = "# HELIX\n## Evaluation on a Ray cluster (`task.eval_backend: ray`)\n## Tests\n## Tests\n```bash\n# not a heading\n```\n"
     assert github_anchors(text) == {"helix", "evaluation-on-a-ray-cluster-taskeval_backend-ray", "tests", "tests-1"}
+
+
+BENCH_SCRIPT = re.compile(r"scripts/bench/([\w-]+\.py)")
+
+
+def benchmark_sections(text: str) -> dict[str, str]:
+    """BENCHMARKS.md's `## ` sections (fenced blocks included), by heading: the text up to the next `## `."""
+    sections, heading = {}, None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            heading = line[3:].strip()
+            sections[heading] = ""
+        elif heading is not None:
+            sections[heading] += line + "\n"
+    return sections
+
+
+def benchmark_problems(text: str) -> list[str]:
+    """BENCHMARKS.md is a reference, not a log (issue 38 item 5): at most 1,000 lines; every `## ` entry
+    names the `scripts/bench/` script that produced it; and every `--flag` a command passes to such a script
+    is one that script defines, so a renamed flag fails here."""
+    problems = []
+    if len(text.splitlines()) > 1000:
+        problems.append(f"{len(text.splitlines())} lines: over 1,000 (projections go to docs/scale.md, history to git)")
+    for heading, body in benchmark_sections(text).items():
+        names = BENCH_SCRIPT.findall(body)
+        if not names:
+            problems.append(f"'## {heading}' names no scripts/bench/ command")
+        problems += [f"'## {heading}': scripts/bench/{n} does not exist" for n in names
+                     if not (ROOT / "scripts" / "bench" / n).is_file()]
+    for lang, start, body in split_fences(text):
+        if lang not in SHELL_LANGS:
+            continue
+        for line_no, command in shell_commands(lang, start, body):
+            tokens = shlex.split(command, comments=True)
+            script = next((t for t in tokens if BENCH_SCRIPT.fullmatch(t)), None)
+            if script is None or not (ROOT / script).is_file():
+                continue
+            source = (ROOT / script).read_text()
+            for flag in (t.split("=", 1)[0] for t in tokens[tokens.index(script) + 1:] if t.startswith("--")):
+                if f'"{flag}"' not in source and f"'{flag}'" not in source:
+                    problems.append(f"BENCHMARKS.md:{line_no}: {script} defines no {flag}")
+    return problems
+
+
+def test_benchmarks_is_a_short_reference_with_a_bench_command_per_entry():
+    text = (ROOT / "BENCHMARKS.md").read_text()
+    assert len(benchmark_sections(text)) >= 10
+    problems = benchmark_problems(text)
+    assert not problems, "\n".join(problems)
+
+
+def test_a_benchmarks_page_that_drifted_is_caught():
+    page = ("# Benchmarks\n\n## Sandbox\n\n```bash\n.venv/bin/python scripts/bench/bench_sandbox.py --repeats 3 --no-such-flag\n"
+            "```\n\n## Quality\n\n`scripts/ablate.py` only.\n\n## Gone\n\n`scripts/bench/bench_gone.py`\n" + "x\n" * 1000)
+    problems = benchmark_problems(page)
+    assert problems[0].startswith("1015 lines: over 1,000")
+    assert sorted(problems[1:]) == sorted([
+        "'## Quality' names no scripts/bench/ command",
+        "'## Gone': scripts/bench/bench_gone.py does not exist",
+        "BENCHMARKS.md:6: scripts/bench/bench_sandbox.py defines no --no-such-flag",
+    ]), problems
