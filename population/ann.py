@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from population.diversity import div_from_topk, normalise, topk_rows
+from population.diversity import div_from_topk, normalise
+from population.topk import topk_rows
 
 
 class FaissKnnIndex:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from population.topk import topk_rows
+
 _BLOCK_ELEMS = 1 << 25  # similarity-block budget (float32): 128 MiB whatever the archive size
 BF16_MIN_ROWS = 1 << 16  # archive size from which KnnIndex prefilters in bf16 (where bf16 is native)
 
@@ -40,16 +42,6 @@ def div_from_topk(topk: np.ndarray) -> np.ndarray:
     count = finite.sum(1)
     total = np.where(finite, topk, 0.0).sum(1)
     return np.where(count > 0, 1.0 - total / np.maximum(count, 1), 1.0)
-
-
-def topk_rows(sims: np.ndarray, k: int) -> np.ndarray:
-    """The k largest entries of each row, descending, padded with -inf."""
-    n, width = sims.shape
-    if width < k:
-        sims = np.concatenate([sims, np.full((n, k - width), -np.inf, dtype=sims.dtype)], axis=1)
-        width = k
-    part = np.partition(sims, width - k, axis=1)[:, width - k :]
-    return -np.sort(-part, axis=1)
 
 
 def _check_k(k: int) -> int:

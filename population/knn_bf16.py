@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from population.diversity import topk_rows
+from population.topk import topk_rows
 
 BF16_EPS = 0.0125
 

@@ -24,10 +24,9 @@ import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import torch  # noqa: E402
-from bench_trainer import RssSampler, fixed_batch  # noqa: E402
+import torch
+from bench_trainer import RssSampler, fixed_batch  # scripts/bench/ is first on sys.path: this is run as a script
 
 
 def child(args) -> dict:

@@ -147,7 +147,9 @@ def table(meter: PhaseMeter, peak: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--config", required=True, help="the run's config; the remaining arguments go to train/helix.py too")
     args, rest = parser.parse_known_args(argv)
+    rest = ["--config", args.config, *rest]
     meter = PhaseMeter()
     from train import helix  # every module the run uses is imported by now
 

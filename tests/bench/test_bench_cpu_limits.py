@@ -1,7 +1,6 @@
 """scripts/bench/bench_cpu_limits.py counts FLOPs right on tiny-random (against a count made
 by hand from the config), and its report runs end to end. No timing is asserted."""
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -9,13 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from train.learner import flops as bench
 from train.learner.models import load_policy
 
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("bench_cpu_limits", ROOT / "scripts" / "bench" / "bench_cpu_limits.py")
-bench = importlib.util.module_from_spec(spec)
-sys.modules["bench_cpu_limits"] = bench  # dataclasses look their module up
-spec.loader.exec_module(bench)
 
 
 @pytest.fixture(scope="module")

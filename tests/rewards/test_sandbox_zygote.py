@@ -12,9 +12,9 @@ import threading
 import time
 
 import pytest
-import sandbox_cases as cases
 
 from rewards import isolation, run_program, zygote
+from tests.helpers import sandbox_cases as cases
 from tests.helpers.env import child_env
 from tests.helpers.sandbox_cases import running
 

@@ -407,7 +407,7 @@ def test_the_reading_room_imports_no_trainer_and_no_sandbox(folder):
     import subprocess
     import sys
 
-    from conftest import child_env
+    from tests.helpers.env import child_env
 
     out = subprocess.run([sys.executable, "-c", IMPORTS, str(folder[0])], capture_output=True, text=True, env=child_env(),
                          timeout=300)
@@ -439,7 +439,7 @@ def test_stopping_the_server_leaves_no_process_behind(folder, signum):
     import sys
 
     import psutil
-    from conftest import ROOT, child_env
+    from tests.helpers.env import ROOT, child_env
 
     _, ids = folder
     proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "ui.py"), str(folder[0]), "--port", "0"],
