@@ -16,6 +16,10 @@ from rewards import cgroup, isolation, run_program, sandbox
 from tests.helpers.env import child_env
 from tests.helpers.sandbox_cases import GRID_SUM, LIMIT, evaluate, program
 
+# Fork-heavy programs run as one uid share its RLIMIT_NPROC (rewards/sandbox.py): these files never run
+# at the same time on two pytest-xdist workers.
+pytestmark = pytest.mark.xdist_group("sandbox_forks")
+
 
 @pytest.fixture(autouse=True)
 def nothing_left_behind(monkeypatch, tmp_path_factory):

@@ -14,6 +14,10 @@ import tests.helpers.sandbox_cases as cases
 from rewards import isolation, run_program
 from tests.helpers.env import child_env
 
+# Fork-heavy programs run as one uid share its RLIMIT_NPROC (rewards/sandbox.py): these files never run
+# at the same time on two pytest-xdist workers.
+pytestmark = pytest.mark.xdist_group("sandbox_forks")
+
 
 @pytest.fixture(autouse=True)
 def nothing_left_behind(monkeypatch, tmp_path_factory):
