@@ -142,7 +142,8 @@ def test_an_error_in_the_loop_lets_the_checkpoint_in_flight_finish(tmp_path, mon
     monkeypatch.setattr(run_dir.RunDir, "log_metrics", dies_at_epoch_2)
     tiny = ["model.policy=tiny-random", "warm_start.enabled=false", "rollout.engine=hf", "rollout.max_new_tokens=8",
             "rollout.group_size=2", "trainer.prompts_per_epoch=1", "population.size=4", "task.eval_workers=1",
-            "trainer.epochs=3", "run.export=false", "run.progress=false", f"run.output_dir={tmp_path}", "run.name=cut"]
+            "trainer.epochs=3", "run.export=false", "run.progress=false", f"run.output_dir={tmp_path}", "run.name=cut",
+            "run.async_checkpoint=true"]  # the quickstart writes synchronously; this is about a write in flight
     with pytest.raises(Killed):
         main(["--config", str(ROOT / "configs" / "quickstart.yaml"), *tiny])
     assert [p.name for p in checkpoint_dirs(tmp_path / "cut")] == ["epoch-000001", "epoch-000002"]

@@ -143,6 +143,7 @@ def test_quickstart_is_pinned():
         "trainer.policy_loss": "vanilla", "trainer.loss_agg_mode": "seq-mean-token-mean", "trainer.micro_batch_size": 4,
         "population.size": 8, "population.knn_k": 5, "population.embedder": "all-minilm-l6-v2",
         "selection.strategy": "nsga2", "run.output_dir": "runs", "run.seed": 0, "run.export": True,
+        "run.async_checkpoint": False,
     }
     resolved = _resolved(CONFIGS / "quickstart.yaml")
     assert {k: resolved[k] for k in pinned} == pinned
