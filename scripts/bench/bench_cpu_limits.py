@@ -187,7 +187,8 @@ def main(argv=None) -> int:
         else:
             rows.append(bench_warm_start(model, tokenizer, cfg, args, shapes, counter, peak))
         done = [line for line in report(rows[first:], peaks, torch.get_num_threads()).splitlines() if line.startswith("| ")]
-        print(f"[bench] {phase} done (load {load():.2f}):", *done[2:], sep="\n", flush=True)  # rows as they come
+        # rows as they come, indented so only the final table's rows start a line with "| "
+        print(f"[bench] {phase} done (load {load():.2f}):", *(f"    {row}" for row in done[2:]), sep="\n", flush=True)
         del model
     print(report(rows, peaks, torch.get_num_threads()))
     return 0

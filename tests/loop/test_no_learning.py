@@ -101,7 +101,8 @@ def test_warm_start_estimate_matches_the_measured_default_builds():
 def test_ctrl_c_is_one_line_and_the_run_resumes_with_the_printed_command(tmp_path):
     tiny = ["model.policy=tiny-random", "warm_start.enabled=false", "rollout.engine=hf", "rollout.max_new_tokens=12",
             "rollout.group_size=2", "trainer.prompts_per_epoch=2", "task.eval_workers=2", "population.size=4",
-            "run.wandb=disabled", "run.export=false", "trainer.epochs=30", "run.progress=false", f"run.output_dir={tmp_path}", "run.name=r"]
+            "run.wandb=disabled", "run.export=false", "trainer.epochs=30", "run.progress=false", f"run.output_dir={tmp_path}", "run.name=r",
+            "run.async_checkpoint=true"]  # the asynchronous writer's warning is the one checked below
     cmd = [sys.executable, str(ROOT / "train" / "helix.py"), "--config", QUICK, *tiny]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)

@@ -7,10 +7,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -86,7 +88,10 @@ def test_a_served_export_drives_an_evo_only_run(tokenizer, tmp_path, monkeypatch
     port = _free_port()
     url = f"http://127.0.0.1:{port}/v1"
     log_path = tmp_path / "server.log"
-    env = {**os.environ, "VLLM_CACHE_ROOT": str(tmp_path / "vllm-cache"), "TMPDIR": str(tmp_path)}
+    # vLLM's ZeroMQ sockets live under TMPDIR and a Unix socket path has 107 bytes at most: pytest-xdist's
+    # tmp_path (.../popen-gw0/test_a_served_export_drives_an0/) is too deep for them, so a short folder of /tmp.
+    short_tmp = Path(tempfile.mkdtemp(prefix="helix-serve-", dir="/tmp"))
+    env = {**os.environ, "VLLM_CACHE_ROOT": str(tmp_path / "vllm-cache"), "TMPDIR": str(short_tmp)}
     with open(log_path, "w") as log:
         server = subprocess.Popen([sys.executable, str(SCRIPT), str(trained), "--port", str(port), "--kv-cache-gb", "0.25"],
                                   cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -115,6 +120,7 @@ def test_a_served_export_drives_an_evo_only_run(tokenizer, tmp_path, monkeypatch
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(10)
+        shutil.rmtree(short_tmp, ignore_errors=True)
     assert not (run / "export").exists()
     assert yaml.safe_load((run / "config.yaml").read_text())["rollout"]["openai"]["model"] == served[0]
     with Archive(run / "archive.sqlite") as arch:
