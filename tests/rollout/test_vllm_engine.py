@@ -6,8 +6,10 @@ process and under torchrun with FSDP2. The engine runs in child processes
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -27,15 +29,24 @@ def model_dir(tokenizer, tmp_path_factory):
     return tiny_vllm_model(tokenizer, tmp_path_factory.mktemp("vllm") / "model")
 
 
+@pytest.fixture()
+def short_tmp():
+    """TMPDIR for vLLM's processes: its ZeroMQ sockets (tensor parallel's message queue) live there, and a Unix
+    socket path has 107 bytes at most, which pytest-xdist's tmp_path for these long test names exceeds."""
+    path = Path(tempfile.mkdtemp(prefix="helix-vllm-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("ranks, strategy, tp", [(1, "none", 1), (2, "fsdp2", 1), (2, "deepspeed", 2)])
-def test_vllm_logprobs_match_the_trainer_before_and_after_a_weight_sync(model_dir, tmp_path, ranks, strategy, tp):
+def test_vllm_logprobs_match_the_trainer_before_and_after_a_weight_sync(model_dir, tmp_path, short_tmp, ranks, strategy, tp):
     """2 ranks: torchrun, an FSDP2 learner with one external_launcher engine per rank (each its own
     prompts), or a DeepSpeed ZeRO-3 learner with one engine tensor-parallel over both ranks (tp 2)."""
     worker = str(ROOT / "tests" / "workers" / "vllm_checks.py")
     launcher = [sys.executable] if ranks == 1 else [sys.executable, "-m", "torch.distributed.run", "--standalone",
                                                     "--nproc_per_node=2"]
-    env = child_env(HF_HUB_OFFLINE="1", TMPDIR=str(tmp_path), OMP_NUM_THREADS="1")
+    env = child_env(HF_HUB_OFFLINE="1", TMPDIR=str(short_tmp), OMP_NUM_THREADS="1")
     proc = subprocess.run([*launcher, worker, str(model_dir), str(tmp_path / "ws"), strategy, str(tp)], capture_output=True, text=True,
                           env=env, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
@@ -70,8 +81,12 @@ def _helix(tmp_path, model_dir, *extra, nproc=1):
            "rollout.max_new_tokens=12", "rollout.group_size=3", "rollout.max_prompt_tokens=1024",
            "trainer.prompts_per_epoch=2", "trainer.epochs=2", "trainer.lr=1e-2", "run.progress=false",
            "task.eval_workers=2", "population.size=4", f"run.output_dir={tmp_path}", "run.name=v", *extra]
-    env = child_env(HF_HUB_OFFLINE="1", TMPDIR=str(tmp_path), OMP_NUM_THREADS="1")
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, cwd=ROOT)
+    short_tmp = tempfile.mkdtemp(prefix="helix-vllm-", dir="/tmp")  # vLLM's sockets: see the short_tmp fixture
+    try:
+        env = child_env(HF_HUB_OFFLINE="1", TMPDIR=short_tmp, OMP_NUM_THREADS="1")
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, cwd=ROOT)
+    finally:
+        shutil.rmtree(short_tmp, ignore_errors=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     # A clean exit too: vLLM tears down its own process group at exit (we destroyed it once: traceback).
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
