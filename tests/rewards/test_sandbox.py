@@ -22,6 +22,21 @@ from tests.helpers.sandbox_cases import GRID, GRID_SUM, LIMIT, RESULT_FD, TASK, 
 pytestmark = pytest.mark.xdist_group("sandbox_forks")
 
 
+@pytest.fixture()
+def nproc_headroom():
+    """These programs need most of the sandbox user's RLIMIT_NPROC (sandbox.SANDBOX_NPROC), which every program
+    run as that user shares: wait (30 s at most) until what earlier tests left dying, or another xdist worker's
+    programs, is down to a quarter of it, so a fork here fails for the reason the test sets up, not for theirs."""
+    import pwd
+
+    if os.geteuid() != 0:
+        return
+    uid = pwd.getpwnam(sandbox.SANDBOX_USER).pw_uid
+    deadline = time.monotonic() + 30
+    while sandbox._tasks_of(uid) > sandbox.SANDBOX_NPROC // 4 and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 @pytest.fixture(autouse=True)
 def nothing_left_behind(monkeypatch, tmp_path_factory):
     yield from cases.nothing_left_behind(monkeypatch, tmp_path_factory)
@@ -146,7 +161,7 @@ SLEEPER = f"import os, sys, time; os.write(int(sys.argv[1]), {HOST_PID}); time.s
      "            time.sleep(60)\n            os._exit(0)", 150),
 ])
 @pytest.mark.parametrize("netns", [True, False], ids=["netns", "killpg-only"])
-def test_descendants_sleeping_past_the_limit_are_killed(pid_dir, spawn, count, netns, monkeypatch):
+def test_descendants_sleeping_past_the_limit_are_killed(pid_dir, spawn, count, netns, monkeypatch, nproc_headroom):
     if not netns:  # the process-group kill alone, as on machines without network or PID namespaces
         monkeypatch.setattr(sandbox, "_unshare", None)
     pidfile = os.path.join(pid_dir, "pids")
@@ -162,7 +177,7 @@ def test_descendants_sleeping_past_the_limit_are_killed(pid_dir, spawn, count, n
 
 
 @pytest.mark.parametrize("sweep", ["netns", "pids-cgroup"])
-def test_grandchild_that_leaves_the_process_group_is_killed(pid_dir, sweep, monkeypatch):
+def test_grandchild_that_leaves_the_process_group_is_killed(pid_dir, sweep, monkeypatch, nproc_headroom):
     """A setsid() escaper is out of reach of the process-group kill; the network-namespace sweep
     finds it, and so, on its own (no namespaces at all here), does the pids cgroup's."""
     if sweep == "netns" and not isolation().network:
