@@ -207,7 +207,7 @@ def writable_regions(pid):
         for line in fh:
             span, perms = line.split()[:2]
             lo, hi = (int(x, 16) for x in span.split("-"))
-            if perms.startswith("rw") and hi - lo <= 1 << 28:
+            if perms.startswith("rw") and hi - lo <= globals().get("REGION_CAP", 1 << 28):
                 regions.append((lo, hi))
     return regions
 
@@ -361,7 +361,9 @@ def test_a_program_cannot_read_the_drivers_memory(starter_reward):
     with np.load(TASK.folder / "data.npz", allow_pickle=False) as data:  # read here, as 9816832 stored it too
         items = data["items_OR2"]
         sizes = (np.split(items, np.cumsum(data["lengths_OR2"])[:-1]) if "lengths_OR2" in data.files else items)[3].tolist()
-    own = {}
+    # The control reads its own regions whatever their size: a long-lived pytest(-xdist) worker's heap passes the
+    # cheat's 256 MB cap (the sandboxed cheat keeps it; its memory is small).
+    own = {"REGION_CAP": 1 << 40}
     exec(cheat(FROM_PROC_MEM, pids=["self"]), own)  # noqa: S102 (our own test code, run here on purpose)
     found = own["find_future"]([float(x) for x in sizes[:K]], len(sizes) - K, 150.0)
     assert found == [float(x) for x in sizes[K:]], "the scanner cannot find the items in the evaluator's memory"
