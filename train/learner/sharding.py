@@ -83,12 +83,13 @@ def load_train_state(module: torch.nn.Module, optimizer: torch.optim.Optimizer, 
 @contextlib.contextmanager
 def quiet_single_process_dcp():
     """torch.distributed.checkpoint warns on every single-process save/load that it "assumes the
-    intent is to save in a single process"; that is exactly the intent here."""
+    intent is to save in a single process"; that is exactly the intent here. The filter is
+    process-wide, not ``catch_warnings``: an asynchronous save warns from its writer thread after
+    this block has returned, and ``catch_warnings`` (global state, not per thread) would race it."""
     import warnings
 
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="torch.distributed is disabled, unavailable or uninitialized")
-        yield
+    warnings.filterwarnings("ignore", message="torch.distributed is disabled, unavailable or uninitialized")
+    yield
 
 
 @contextlib.contextmanager
