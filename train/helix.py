@@ -27,6 +27,10 @@ if __package__ in (None, ""):  # run as a script: import this checkout's package
         from train.commands.task_check import main as _check_main
 
         sys.exit((_new_task_main if sys.argv[1] == "new-task" else _check_main)(sys.argv[2:]))
+    if __name__ == "__main__" and sys.argv[1:2] == ["ui"]:  # the browser reads files: under a second, no torch
+        from train.runs.ui.server import main as _ui_main
+
+        sys.exit(_ui_main(sys.argv[2:]))
     if __name__ == "__main__":  # a wrong task.ray_address: one line within seconds, before torch is imported
         from train.commands.ray_precheck import early_ray_check
 

@@ -13,6 +13,7 @@ The reward is the fraction of response tokens equal to one target id.
 
 from __future__ import annotations
 
+import pytest
 import torch
 from transformers import LlamaForCausalLM
 
@@ -77,6 +78,7 @@ def run(train: bool, seed: int = SEED, steps: int = STEPS, lr: float = LR) -> li
     return curve
 
 
+@pytest.mark.slow  # end to end, 15-30 s: kept out of the -m 'not slow' tier
 def test_grpo_raises_reward_over_a_frozen_policy():
     frozen = run(train=False)
     trained = run(train=True)

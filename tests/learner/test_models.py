@@ -40,6 +40,7 @@ def test_local_directory_path_works(tmp_path):
         assert torch.equal(p, q)
 
 
+@pytest.mark.slow  # end to end, 15-30 s: kept out of the -m 'not slow' tier
 def test_the_first_conversion_says_one_line_and_logs_transformers_bars_to_a_file(tmp_path):
     # In a subprocess: pytest's own capture replaces sys.stdout, which a real terminal does not.
     code = f"from train.learner.models import resolve_policy_path; resolve_policy_path('smollm2-135m-instruct', {str(tmp_path)!r})"

@@ -499,3 +499,19 @@ def test_the_page_script_and_route_table_follow_the_size_rules():
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.col_offset == 0:
             assert node.end_lineno - node.lineno + 1 <= 50, node.name
+
+
+def test_the_documented_entry_point_starts_the_browser_without_the_trainer(folder):
+    """``python train/helix.py ui`` (the README's command) used to import torch, transformers and the loop
+    before dispatching: 5-7 s before the first page. It now hands over before those imports."""
+    import subprocess
+    import sys
+
+    from tests.helpers.env import ROOT, child_env
+
+    out = subprocess.run([sys.executable, "-X", "importtime", str(ROOT / "train" / "helix.py"), "ui", "--help"],
+                         capture_output=True, text=True, env=child_env(), timeout=120)
+    assert out.returncode == 0 and "--allowed-hosts" in out.stdout, out.stderr[-2000:]
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in out.stderr.splitlines() if line.startswith("import time:")}
+    assert "fastapi" in imported  # the control: the browser's own imports are seen
+    assert not imported & {"torch", "transformers", "verl", "vllm", "deepspeed"}, sorted(imported)

@@ -353,6 +353,7 @@ def test_a_program_cannot_read_the_items_to_come(name, starter_reward):
     assert before_driver(CHEATS[name]) > starter_reward + 3  # the control: with the items in reach, it works
 
 
+@pytest.mark.slow  # end to end, 15-30 s: kept out of the -m 'not slow' tier
 def test_a_program_cannot_read_the_drivers_memory(starter_reward):
     """It opens /proc/<pid>/mem of every process it can (itself included) and looks for the sizes seen so
     far, as float64, int64, int32 or int16, followed by plausible sizes. The driver lives in this very
