@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/bench/bench_edits.py --config configs/quickstart.yaml            # markdown table
     .venv/bin/python scripts/bench/bench_edits.py --config configs/quickstart.yaml --samples 16 --temperatures 1.0,0.7
+    .venv/bin/python scripts/bench/bench_edits.py --models DIR_A,DIR_B --samples 32 --temperatures 0.7 --seeds 1,2
 
 Two of the loop's own prompts (the starter, and a valid mutant of it shown with the starter as its
 ancestor), ``--samples`` completions each through the vllm engine, per policy and temperature. Each
@@ -73,6 +74,9 @@ def main(argv=None) -> None:
     parser.add_argument("--temperatures", default="1.0,0.7")
     parser.add_argument("--max-new-tokens", type=int, default=0, help="0: the config's rollout.max_new_tokens")
     parser.add_argument("--policies", default="cold,warm", help="which of cold,warm to measure")
+    parser.add_argument("--models", default="", help="model directories to measure instead (comma-separated), "
+                                                    "e.g. two warm starts built with different settings")
+    parser.add_argument("--seeds", default="1", help="sampling seeds, comma-separated: one row per seed")
     args = parser.parse_args(argv)
 
     from rewards import Evaluator
@@ -86,31 +90,37 @@ def main(argv=None) -> None:
     cfg = load_config(args.config, ["warm_start.enabled=true"])
     task = load_task(cfg.task.name)
     evaluator = Evaluator(task, workers=None, timeout_s=cfg.task.timeout_s, memory_mb=cfg.task.memory_mb)
-    warm_dir = ensure_warm_start(warm_start_inputs(cfg))
+    wants_warm = not args.models and "warm" in args.policies.split(",")
+    warm_dir = ensure_warm_start(warm_start_inputs(cfg)) if wants_warm else None
     cold, tokenizer = load_policy(cfg.model.policy, "float32", cfg.model.cache_dir)
     built = prompts_and_parents(cfg, tokenizer, evaluator, task)
     prompts, parents = [p.token_ids for p, _ in built], [q for _, q in built]
     max_new = args.max_new_tokens or cfg.rollout.max_new_tokens
     engine = VLLMEngine(resolve_policy_path(cfg.model.policy, cfg.model.cache_dir), dtype="bfloat16",
                         max_model_len=cfg.rollout.max_prompt_tokens + max_new, stop=("</answer>",))
-    warm, _ = load_policy(str(warm_dir), "float32")
+    if args.models:
+        policies = [(Path(d).name, d) for d in args.models.split(",") if d.strip()]
+    else:
+        named = {"cold": ("SmolLM2-135M cold", None), "warm": ("warm-started", str(warm_dir))}
+        policies = [named[k] for k in args.policies.split(",")]
     print(f"prompt tokens: {[len(p) for p in prompts]}; {args.samples} samples each; max_new_tokens {max_new}\n")
-    print("| policy | temperature | has a block | applies | changed | runs and valid | beats its parent "
+    print("| policy | temperature | seed | has a block | applies | changed | runs and valid | beats its parent "
           "| distinct rewards per group | reward std per group | answer tokens | s per sample |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    chosen = args.policies.split(",")
-    for name, model in [(n, m) for k, n, m in (("cold", "SmolLM2-135M cold", cold), ("warm", "warm-started", warm)) if k in chosen]:
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, directory in policies:
+        model = cold if directory is None else load_policy(directory, "float32")[0]
         engine.sync_weights(model.state_dict())
         for temp in (float(t) for t in args.temperatures.split(",")):
-            t0 = time.perf_counter()
-            groups = engine.generate(prompts, SamplingParams(n=args.samples, temperature=temp, top_p=0.95,
-                                                             max_new_tokens=max_new, seed=1))
-            per = (time.perf_counter() - t0) / (len(prompts) * args.samples)
-            s = score(groups, parents, evaluator, task)
-            pct = {k: f"{100 * s[k] / s['n']:.0f}%" for k in ("block", "applies", "changed", "valid", "better")}
-            print(f"| {name} | {temp:g} | {pct['block']} | {pct['applies']} | {pct['changed']} | {pct['valid']} | "
-                  f"{pct['better']} | {s['distinct']} | {[round(x, 3) for x in s['std']]} | {s['len_mean']:.0f} | {per:.2f} |",
-                  flush=True)
+            for seed in (int(x) for x in args.seeds.split(",")):
+                t0 = time.perf_counter()
+                groups = engine.generate(prompts, SamplingParams(n=args.samples, temperature=temp, top_p=0.95,
+                                                                 max_new_tokens=max_new, seed=seed))
+                per = (time.perf_counter() - t0) / (len(prompts) * args.samples)
+                s = score(groups, parents, evaluator, task)
+                pct = {k: f"{100 * s[k] / s['n']:.0f}%" for k in ("block", "applies", "changed", "valid", "better")}
+                print(f"| {name} | {temp:g} | {seed} | {pct['block']} | {pct['applies']} | {pct['changed']} | "
+                      f"{pct['valid']} | {pct['better']} | {s['distinct']} | {[round(x, 3) for x in s['std']]} | "
+                      f"{s['len_mean']:.0f} | {per:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

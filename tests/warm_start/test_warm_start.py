@@ -217,6 +217,34 @@ def test_cached_prompt_loss_equals_the_plain_answer_nll(tiny_model):
     assert grads and any(g.abs().sum() > 0 for g in grads)
 
 
+@pytest.mark.parametrize("per_pass", [1, 2, 3])
+def test_answers_in_passes_give_the_one_pass_loss_and_gradient(tiny_model, per_pass):
+    """warm_start.answers_per_pass: the prompt's cache is shared by every pass (computed once, copied for all
+    but the last), each pass adds its share of the token-weighted mean, so loss and gradient are the one-pass
+    ones; a cache consumed twice (no copy) would shift the later passes' positions and fail this."""
+    import contextlib
+
+    from train.warm_start.build import Example, _loss, accumulate_prompt
+
+    rng = np.random.default_rng(1)
+    prompt = rng.integers(100, 5000, 41).tolist()
+    answers = [rng.integers(100, 5000, n).tolist() + [2] for n in (9, 4, 15, 7, 11)]
+    examples = [Example("t", 0, prompt, "", a) for a in answers]
+    tiny_model.eval()
+    tiny_model.zero_grad(set_to_none=True)
+    whole = _loss(tiny_model, examples, pad_id=2)
+    whole.backward()
+    reference = {n: p.grad.clone() for n, p in tiny_model.named_parameters() if p.grad is not None}
+    tiny_model.zero_grad(set_to_none=True)
+    got = accumulate_prompt(tiny_model, examples, 2, per_pass, contextlib.nullcontext())
+    assert got == pytest.approx(whole.item(), rel=1e-6)
+    grads = {n: p.grad for n, p in tiny_model.named_parameters() if p.grad is not None}
+    assert grads.keys() == reference.keys()
+    for name, g in grads.items():
+        torch.testing.assert_close(g, reference[name], rtol=1e-4, atol=1e-7, msg=name)
+    tiny_model.zero_grad(set_to_none=True)
+
+
 def _inputs(tmp_path, operators: dict | None = None, **ws):
     """The warm start's inputs as a run with these settings gathers them."""
     from train.config.config import load_config, warm_start_inputs

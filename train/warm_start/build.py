@@ -26,6 +26,7 @@ before the run's rank-0 evaluator exists, for tasks the run may not have, on thi
 from __future__ import annotations
 
 import contextlib
+import copy
 import fcntl
 import hashlib
 import json
@@ -247,21 +248,24 @@ def _crossover(evaluator, root: Program, parents: list, i: int):
     return mate, both, result
 
 
-def _loss(model, batch_examples: list[Example], pad_id: int) -> torch.Tensor:
-    """Mean negative log-likelihood of the answer tokens of one prompt's examples.
-
-    The prompt is run once without gradient and its key/value cache shared by all answers (the
-    proof of concept's recipe): gradients flow through the answers' own computation, not back into
-    the prompt's. That is an approximation a supervised warm start can afford (the GRPO step, which
-    must be exact, uses train.learner.shared_prefix instead), and it costs about a third of the exact packed
-    pass on a CPU, whose attention has no fast kernel for a custom 4D mask."""
-    prompt = batch_examples[0].prompt_ids
-    k, p = len(batch_examples), len(prompt) - 1  # the cache holds all but the last prompt token
-    width = max(len(e.answer_ids) for e in batch_examples)
+def _prompt_cache(model, prompt_ids: list[int]):
+    """The key/value cache of all but the last prompt token, without gradient: the proof of concept's
+    recipe. Gradients flow through the answers' own computation, not back into the prompt's; that is an
+    approximation a supervised warm start can afford (the GRPO step, which must be exact, uses
+    train.learner.shared_prefix instead), and it costs about a third of the exact packed pass on a CPU,
+    whose attention has no fast kernel for a custom 4D mask."""
     with torch.no_grad():
         # Only the cache is used: logits for the last position alone, not the prompt's ~1,300 x 49k
         # (a quarter of a GB and 7% of the step's FLOPs on SmolLM2, for nothing).
-        cache = model(input_ids=torch.tensor([prompt[:-1]]), use_cache=True, logits_to_keep=1).past_key_values
+        return model(input_ids=torch.tensor([prompt_ids[:-1]]), use_cache=True, logits_to_keep=1).past_key_values
+
+
+def _answers_nll(model, cache, batch_examples: list[Example], pad_id: int) -> torch.Tensor:
+    """Summed negative log-likelihood of the answer tokens of some of one prompt's examples, on
+    ``cache`` (``_prompt_cache`` of their prompt, consumed: it is repeated and extended in place)."""
+    prompt = batch_examples[0].prompt_ids
+    k, p = len(batch_examples), len(prompt) - 1  # the cache holds all but the last prompt token
+    width = max(len(e.answer_ids) for e in batch_examples)
     cache.batch_repeat_interleave(k)
     # Each row: the last prompt token (it predicts answer token 0), then the answer, right-padded.
     ids = torch.full((k, width + 1), pad_id, dtype=torch.long)
@@ -275,12 +279,35 @@ def _loss(model, batch_examples: list[Example], pad_id: int) -> torch.Tensor:
     logits = model(input_ids=ids, attention_mask=attention, position_ids=positions, past_key_values=cache,
                    use_cache=True).logits[:, :-1].float()
     logp = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
-    mask = valid.float()
-    return -(logp * mask).sum() / mask.sum()
+    return -(logp * valid.float()).sum()
+
+
+def _loss(model, batch_examples: list[Example], pad_id: int) -> torch.Tensor:
+    """Mean negative log-likelihood of the answer tokens of one prompt's examples, in one pass."""
+    cache = _prompt_cache(model, batch_examples[0].prompt_ids)
+    return _answers_nll(model, cache, batch_examples, pad_id) / sum(len(e.answer_ids) for e in batch_examples)
+
+
+def accumulate_prompt(model, group: list[Example], pad_id: int, per_pass: int, autocast) -> float:
+    """Backward of ``_loss(group)`` in passes of ``per_pass`` answers on one shared prompt cache: the
+    activations of ``per_pass`` answers are alive at a time, not of all of them (8 answers of 240
+    tokens held ~6 GB on SmolLM2), and the gradient is the same sum (up to float rounding). Returns the loss."""
+    total = sum(len(e.answer_ids) for e in group)
+    with autocast:
+        cache = _prompt_cache(model, group[0].prompt_ids)
+    loss = 0.0
+    parts = [group[i : i + per_pass] for i in range(0, len(group), per_pass)]
+    for i, part in enumerate(parts):
+        with autocast:  # the last pass takes the cache itself, earlier ones a copy (it is extended in place)
+            nll = _answers_nll(model, cache if i == len(parts) - 1 else copy.deepcopy(cache), part, pad_id) / total
+        nll.backward()
+        loss += nll.item()
+    return loss
 
 
 def train(model, examples: list[Example], ws: WarmStartConfig, pad_id: int, progress: bool = True) -> list[float]:
-    """AdamW over the examples, one optimizer step per parent prompt (its answers share its cache, see _loss)."""
+    """AdamW over the examples, one optimizer step per parent prompt (its answers share its cache, see
+    ``accumulate_prompt``)."""
     by_parent: dict[tuple[str, int], list[Example]] = {}
     for e in examples:
         by_parent.setdefault((e.task, e.parent), []).append(e)
@@ -298,13 +325,10 @@ def train(model, examples: list[Example], ws: WarmStartConfig, pad_id: int, prog
                    bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
     autocast = torch.autocast("cpu", dtype=torch.bfloat16) if autocast_dtype(ws.dtype) == "bfloat16" else contextlib.nullcontext()
     for group in bar:
-        with autocast:
-            loss = _loss(model, group, pad_id)
-        loss.backward()
+        losses.append(accumulate_prompt(model, group, pad_id, ws.answers_per_pass, autocast))
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        losses.append(loss.item())
         if progress:
             bar.set_postfix(loss=f"{losses[-1]:.3f}")
     model.eval()

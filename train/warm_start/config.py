@@ -22,6 +22,9 @@ class WarmStartConfig:
     # target edits per prompt, each a valid mutant of that parent
     answers_per_parent: Annotated[int, ">= 1"] = 8
     epochs: Annotated[int, ">= 1"] = 2  # passes over the prompts; one optimizer step per prompt
+    # answers of a prompt that go through forward and backward together: their activations are alive at
+    # once (8 x 240 tokens held ~6 GB on SmolLM2). Fewer: less memory, the same gradient up to rounding
+    answers_per_pass: Annotated[int, ">= 1"] = 2
     lr: Annotated[float, "> 0"] = 5.0e-5
     # autocast dtype for the fine-tune, which runs on the CPU (weights stay fp32). auto: bfloat16 where the
     # CPU computes it natively (AVX512-BF16/AMX), else float32: on an AVX2-only CPU bf16 is emulated and a
