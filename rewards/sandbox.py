@@ -242,15 +242,14 @@ def _launch_plan(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, 
     wanted = [(resource.RLIMIT_AS, memory_mb << 20, memory_mb << 20), (resource.RLIMIT_CPU, cpu, cpu + 1),
               (resource.RLIMIT_FSIZE, MAX_FILE_BYTES, MAX_FILE_BYTES), (resource.RLIMIT_CORE, 0, 0)]
     uid = ids[0] if ids is not None else os.geteuid()
+    fallback = []  # RLIMIT_NPROC: only where the program's own pids cgroup did not take hold (see below)
     if uid != 0:  # the kernel ignores RLIMIT_NPROC for root; it counts all tasks of the uid
         nproc = SANDBOX_NPROC + (_tasks_of(uid) if ids is None else 0)
-        wanted.append((resource.RLIMIT_NPROC, nproc, nproc))
-    limits = []
-    for res, soft, hard in wanted:
-        cur_hard = resource.getrlimit(res)[1]
-        if cur_hard != resource.RLIM_INFINITY:
-            soft, hard = min(soft, cur_hard), min(hard, cur_hard)
-        limits.append((int(res), soft, hard))
+        # It counts every task of the uid, so programs running side by side as SANDBOX_USER share it: one
+        # program's fork bomb would make its siblings' forks fail (their children scored "error"). A pids
+        # cgroup caps each program on its own, so the shared limit is set only when joining one failed.
+        (fallback if cgroup_procs else wanted).append((resource.RLIMIT_NPROC, nproc, nproc))
+    limits, without_cgroup = [_within_hard(*w) for w in wanted], [_within_hard(*w) for w in fallback]
     userns = _userns_maps() if os.geteuid() != 0 and _unshare is not None and _userns_allowed else None
     # tasks/ is hidden even where a visible folder holds it (a non-editable install's site-packages)
     jail = fs_jail.plan(workdir, jail_root, visible_paths(), hide=(TASKS_DIR,), userns=userns is not None,
@@ -259,7 +258,15 @@ def _launch_plan(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, 
             "jail": jail._asdict() if jail is not None else None,
             "ids": ids,
             "own_userns": os.geteuid() == 0 and _unshare is not None,  # as root: one after the last uid change
-            "limits": limits, "parent": os.getpid()}
+            "limits": limits, "limits_without_cgroup": without_cgroup, "parent": os.getpid()}
+
+
+def _within_hard(res: int, soft: int, hard: int) -> tuple[int, int, int]:
+    """A limit lowered to this process's own hard limit where that is lower (a child cannot raise it)."""
+    cur_hard = resource.getrlimit(res)[1]
+    if cur_hard != resource.RLIM_INFINITY:
+        soft, hard = min(soft, cur_hard), min(hard, cur_hard)
+    return int(res), soft, hard
 
 
 def _userns_maps() -> tuple[tuple[str, bytes], ...]:
