@@ -108,6 +108,7 @@ def _on_a_terminal(env: dict) -> str:
     return out.decode()
 
 
+@pytest.mark.slow  # end to end through a subprocess (5-9 s): kept out of the -m 'not slow' tier
 def test_a_terminal_gets_a_seconds_counter_and_ci_does_not():
     """On a TTY the stage counts the seconds in place; with CI=true (a TTY in some CI runners) it writes whole
     lines only, as in a pipe."""

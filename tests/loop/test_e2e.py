@@ -320,6 +320,7 @@ def test_invalid_programs_can_be_kept_out_of_selection(tmp_path):
         assert any(not arch.get(int(i)).valid for i in arch.all_ids())  # the crashing children are still archived
 
 
+@pytest.mark.slow  # end to end through a subprocess (5-9 s): kept out of the -m 'not slow' tier
 def test_the_loop_records_advantages_and_artefacts_for_the_reading_room(tmp_path):
     """Each child is archived with the advantage the GRPO update applied to its tokens and what the estimator
     saw; each valid child of a task with a render.py with what its program returned. The run browser shows

@@ -155,6 +155,7 @@ def _run(*args, cwd=ROOT):
                           capture_output=True, text=True, timeout=300, cwd=cwd)
 
 
+@pytest.mark.slow  # end to end through a subprocess (5-9 s): kept out of the -m 'not slow' tier
 def test_end_to_end_on_the_14b_config_prints_every_phase(tmp_path):
     bench = tmp_path / "BENCHMARKS.md"
     bench.write_text(SANDBOX_MD)
@@ -195,6 +196,7 @@ def test_a_missing_gpu_rate_is_a_clear_error_naming_the_flag(capsys):
     assert "missing --train-tok-s-per-gpu" in err and "bench_trainer_gpu.py" in err
 
 
+@pytest.mark.slow  # end to end through a subprocess (5-9 s): kept out of the -m 'not slow' tier
 def test_no_sandbox_rate_anywhere_is_an_error_naming_the_flag(tmp_path):
     bench = tmp_path / "BENCHMARKS.md"
     bench.write_text("# Benchmarks\n\n## Rollout\n")

@@ -112,6 +112,7 @@ WHAT = {"http": "is not a Ray head", "silent": "does not answer as a Ray head wi
         "unknown host": "the host 'no-such-head.invalid' is unknown here", "closed": "nothing listens on port"}
 
 
+@pytest.mark.slow  # end to end through a subprocess (5-9 s): kept out of the -m 'not slow' tier
 def test_a_bad_ray_address_is_one_line_within_15_s_through_the_entry_point_and_no_run_dir(tmp_path):
     """`python train/helix.py --config configs/quickstart.yaml task.eval_backend=ray task.ray_address=...`
     against each bad address: exit code 1 and one `helix: error:` line naming the address and what to

@@ -173,6 +173,7 @@ def test_the_early_check_reads_the_address_as_load_config_composes_it(tmp_path):
     assert ray_address(["--resume", str(run / "checkpoints" / "epoch-000001"), "task.ray_address=new:2"]) == "new:2"
 
 
+@pytest.mark.slow  # end to end through a subprocess (5-9 s): kept out of the -m 'not slow' tier
 def test_the_handshake_fails_fast_and_says_what_to_check_for_each_bad_address():
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))

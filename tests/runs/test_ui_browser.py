@@ -64,6 +64,7 @@ def _open(page, url):
     assert page.get_attribute("body", "data-ready") == "1", page.inner_text("main")
 
 
+@pytest.mark.slow  # end to end through a subprocess (5-9 s): kept out of the -m 'not slow' tier
 def test_every_view_in_chromium(server, page, tmp_path):
     base, run, ids = server
     shots = Path(os.environ.get("HELIX_UI_SHOTS", tmp_path / "screenshots"))
