@@ -65,7 +65,7 @@ def fence(plan: dict) -> dict:
         # none). Programs share a uid and the host's /proc lists them all; across user namespaces
         # the kernel refuses one program another's /proc/<pid>/cwd, root, fd targets and memory.
         done["own_userns"] = unshare(CLONE_NEWUSER) == 0
-    for res, soft, hard in plan["limits"] + ([] if done.get("cgroup") else plan.get("limits_without_cgroup", [])):
+    for res, soft, hard in plan["limits"] + ([] if done.get("cgroup") else plan["limits_without_cgroup"]):
         resource.setrlimit(res, (soft, hard))
     fs_jail.die_with_parent(plan["parent"])
     return done

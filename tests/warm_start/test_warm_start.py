@@ -197,22 +197,24 @@ def test_mixed_operator_examples_show_each_operators_prompt_and_answer(tmp_path,
 
 
 def test_cached_prompt_loss_equals_the_plain_answer_nll(tiny_model):
-    from train.warm_start.build import Example, _loss
+    import contextlib
+
+    from train.warm_start.build import Example, accumulate_prompt
 
     rng = np.random.default_rng(0)
     prompt = rng.integers(100, 5000, 53).tolist()
     answers = [rng.integers(100, 5000, n).tolist() + [2] for n in (9, 4, 15)]
     examples = [Example("t", 0, prompt, "", a) for a in answers]
     tiny_model.eval()
-    got = _loss(tiny_model, examples, pad_id=2)
+    tiny_model.zero_grad(set_to_none=True)
+    got = accumulate_prompt(tiny_model, examples, 2, len(examples), contextlib.nullcontext())  # one pass, backward done
     with torch.no_grad():
         total, count = 0.0, 0
         for a in answers:
             logits = tiny_model(input_ids=torch.tensor([prompt + a])).logits[0, len(prompt) - 1 : -1].float()
             total -= torch.log_softmax(logits, -1).gather(-1, torch.tensor(a)[:, None]).sum().item()
             count += len(a)
-    assert got.item() == pytest.approx(total / count, rel=1e-5)
-    got.backward()
+    assert got == pytest.approx(total / count, rel=1e-5)
     grads = [p.grad for p in tiny_model.parameters() if p.grad is not None]
     assert grads and any(g.abs().sum() > 0 for g in grads)
 
@@ -221,10 +223,11 @@ def test_cached_prompt_loss_equals_the_plain_answer_nll(tiny_model):
 def test_answers_in_passes_give_the_one_pass_loss_and_gradient(tiny_model, per_pass):
     """warm_start.answers_per_pass: the prompt's cache is shared by every pass (computed once, copied for all
     but the last), each pass adds its share of the token-weighted mean, so loss and gradient are the one-pass
-    ones; a cache consumed twice (no copy) would shift the later passes' positions and fail this."""
+    ones (checked against the plain answer NLL by the test above); a cache consumed twice (no copy) would
+    shift the later passes' positions and fail this."""
     import contextlib
 
-    from train.warm_start.build import Example, _loss, accumulate_prompt
+    from train.warm_start.build import Example, accumulate_prompt
 
     rng = np.random.default_rng(1)
     prompt = rng.integers(100, 5000, 41).tolist()
@@ -232,12 +235,11 @@ def test_answers_in_passes_give_the_one_pass_loss_and_gradient(tiny_model, per_p
     examples = [Example("t", 0, prompt, "", a) for a in answers]
     tiny_model.eval()
     tiny_model.zero_grad(set_to_none=True)
-    whole = _loss(tiny_model, examples, pad_id=2)
-    whole.backward()
+    whole = accumulate_prompt(tiny_model, examples, 2, len(examples), contextlib.nullcontext())  # one pass
     reference = {n: p.grad.clone() for n, p in tiny_model.named_parameters() if p.grad is not None}
     tiny_model.zero_grad(set_to_none=True)
     got = accumulate_prompt(tiny_model, examples, 2, per_pass, contextlib.nullcontext())
-    assert got == pytest.approx(whole.item(), rel=1e-6)
+    assert got == pytest.approx(whole, rel=1e-6)
     grads = {n: p.grad for n, p in tiny_model.named_parameters() if p.grad is not None}
     assert grads.keys() == reference.keys()
     for name, g in grads.items():

@@ -40,9 +40,9 @@ class _TorchBackend(Backend):
     def save(self, path: Path) -> None:
         import torch.distributed.checkpoint as dcp
 
-        with sharding.quiet_single_process_dcp():
-            state = sharding.train_state(self.module, self.optimizer)
-            dcp.save(state, checkpoint_id=str(Path(path) / self.checkpoint_dir))
+        sharding.quiet_single_process_dcp()
+        state = sharding.train_state(self.module, self.optimizer)
+        dcp.save(state, checkpoint_id=str(Path(path) / self.checkpoint_dir))
 
     def save_async(self, path: Path, process_group=None):
         import torch.distributed as dist
@@ -50,17 +50,17 @@ class _TorchBackend(Backend):
 
         # DCP's default stager deep-copies every tensor (CPU ones too) before async_save returns,
         # so the next optimizer steps cannot reach the files being written.
-        with sharding.quiet_single_process_dcp():
-            state = sharding.train_state(self.module, self.optimizer)
-            return dcp.async_save(state, checkpoint_id=str(Path(path) / self.checkpoint_dir), process_group=process_group,
-                                  no_dist=not (dist.is_available() and dist.is_initialized()))
+        sharding.quiet_single_process_dcp()
+        state = sharding.train_state(self.module, self.optimizer)
+        return dcp.async_save(state, checkpoint_id=str(Path(path) / self.checkpoint_dir), process_group=process_group,
+                              no_dist=not (dist.is_available() and dist.is_initialized()))
 
     def load(self, path: Path) -> None:
         import torch.distributed.checkpoint as dcp
 
         state = sharding.train_state(self.module, self.optimizer)
-        with sharding.quiet_single_process_dcp():
-            dcp.load(state, checkpoint_id=str(Path(path) / self.checkpoint_dir))  # resharded to this world size
+        sharding.quiet_single_process_dcp()
+        dcp.load(state, checkpoint_id=str(Path(path) / self.checkpoint_dir))  # resharded to this world size
         sharding.load_train_state(self.module, self.optimizer, state)
 
     @classmethod
@@ -74,8 +74,8 @@ class _TorchBackend(Backend):
         state = {"model": get_model_state_dict(model, options=options)}
         if options.ignore_frozen_params:
             state["model"] = sharding.drop_frozen(model, state["model"])
-        with sharding.quiet_single_process_dcp():
-            dcp.load(state, checkpoint_id=str(directory))  # in place, into the model's tensors
+        sharding.quiet_single_process_dcp()
+        dcp.load(state, checkpoint_id=str(directory))  # in place, into the model's tensors
         return get_model_state_dict(model) if options.ignore_frozen_params else state["model"]
 
 

@@ -80,16 +80,15 @@ def load_train_state(module: torch.nn.Module, optimizer: torch.optim.Optimizer, 
         raise ValueError(f"checkpoint does not fit the policy: missing {missing[:5]}, unexpected {keys.unexpected_keys[:5]}")
 
 
-@contextlib.contextmanager
-def quiet_single_process_dcp():
+def quiet_single_process_dcp() -> None:
     """torch.distributed.checkpoint warns on every single-process save/load that it "assumes the
     intent is to save in a single process"; that is exactly the intent here. The filter is
     process-wide, not ``catch_warnings``: an asynchronous save warns from its writer thread after
-    this block has returned, and ``catch_warnings`` (global state, not per thread) would race it."""
+    the call that started it has returned, and ``catch_warnings`` (global state, not per thread)
+    would race it. Adding the same filter again replaces it (the warnings module keeps one copy)."""
     import warnings
 
     warnings.filterwarnings("ignore", message="torch.distributed is disabled, unavailable or uninitialized")
-    yield
 
 
 @contextlib.contextmanager

@@ -282,16 +282,11 @@ def _answers_nll(model, cache, batch_examples: list[Example], pad_id: int) -> to
     return -(logp * valid.float()).sum()
 
 
-def _loss(model, batch_examples: list[Example], pad_id: int) -> torch.Tensor:
-    """Mean negative log-likelihood of the answer tokens of one prompt's examples, in one pass."""
-    cache = _prompt_cache(model, batch_examples[0].prompt_ids)
-    return _answers_nll(model, cache, batch_examples, pad_id) / sum(len(e.answer_ids) for e in batch_examples)
-
-
 def accumulate_prompt(model, group: list[Example], pad_id: int, per_pass: int, autocast) -> float:
-    """Backward of ``_loss(group)`` in passes of ``per_pass`` answers on one shared prompt cache: the
-    activations of ``per_pass`` answers are alive at a time, not of all of them (8 answers of 240
-    tokens held ~6 GB on SmolLM2), and the gradient is the same sum (up to float rounding). Returns the loss."""
+    """Backward of the mean negative log-likelihood of the answer tokens of one prompt's examples, in
+    passes of ``per_pass`` answers on one shared prompt cache: the activations of ``per_pass`` answers are
+    alive at a time, not of all of them (8 answers of 240 tokens held ~6 GB on SmolLM2), and the gradient
+    is the one pass's (``per_pass`` >= len(group)) up to float rounding. Returns the loss."""
     total = sum(len(e.answer_ids) for e in group)
     with autocast:
         cache = _prompt_cache(model, group[0].prompt_ids)
