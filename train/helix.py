@@ -59,6 +59,7 @@ from train.commands.warm_start import resolve_policy
 from train.config.config import ConfigError, HelixConfig, load_config
 from train.learner.backends import needs_process_group
 from train.learner.distributed import DistInfo, init_distributed, shutdown
+from train.learner.memory import releasing_free_memory
 from train.learner.models import ModelNotFoundError
 from train.loop.checkpoint import latest_checkpoint, stop_line
 from train.loop.epoch_loop import HelixRun
@@ -70,8 +71,9 @@ def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None 
     The checks that cost seconds come first, then the warm start (every rank: one builds, the others wait
     for it), so the run is built from a model path and its constructor fine-tunes nothing."""
     HelixRun.preflight(cfg, info)
-    policy = resolve_policy(cfg, info.is_main)
-    return HelixRun(cfg, config_stem, info, policy, resume=resume).train()
+    with releasing_free_memory(cfg.run.release_memory_every_s):
+        policy = resolve_policy(cfg, info.is_main)
+        return HelixRun(cfg, config_stem, info, policy, resume=resume).train()
 
 
 def _resolve_resume(target: str) -> tuple[Path, Path]:

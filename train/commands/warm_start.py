@@ -11,7 +11,7 @@ import json
 import sys
 
 from train.config.config import ConfigError, HelixConfig, load_config, warm_start_inputs
-from train.learner.memory import release_free_memory
+from train.learner.memory import release_free_memory, releasing_free_memory
 from train.warm_start import build
 
 
@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None, prog: str = "helix warm-start") -> int:
     except ConfigError as err:
         print(f"warm_start: config error: {err}", file=sys.stderr)
         return 2
-    out = build.ensure_warm_start(warm_start_inputs(cfg), rebuild=args.rebuild)
+    with releasing_free_memory(cfg.run.release_memory_every_s):
+        out = build.ensure_warm_start(warm_start_inputs(cfg), rebuild=args.rebuild)
     summary = json.loads((out / "warm_start.json").read_text())
     print(json.dumps({k: v for k, v in summary.items() if k != "losses"}, indent=1))
     print(out)

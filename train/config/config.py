@@ -59,6 +59,10 @@ class RunConfig:
     # epochs in a row with no applied edit or no GRPO reward spread before one warning with the likely
     # cause and fix (train/loop/no_learning.py); 0: never warn
     no_learning_epochs: Annotated[int, ">= 0 (0: never warn)"] = 2
+    # seconds between handing the C heap's free pages back to the system while the run works (glibc's
+    # malloc_trim on a background thread; train/learner/memory.py): the CPU peak stays near what tensors
+    # hold (the GRPO step's ~3 GB of heap holes) for a few percent of step time; changes no value. 0: off
+    release_memory_every_s: Annotated[float, ">= 0 (0: off)"] = 1.0
 
 
 @dataclass
