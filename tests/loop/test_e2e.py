@@ -200,7 +200,12 @@ def test_torchrun_two_ranks(tmp_path, strategy):
     exported = {}
     for shard in (tmp_path / "dist" / "export").glob("*.safetensors"):
         exported.update(load_file(shard))
-    offline = export_checkpoint(latest_checkpoint(tmp_path / "dist") / "learner", "tiny-random", tmp_path / "offline")
+    from train.config.config import load_config
+
+    lora_cfg = load_config(str(tmp_path / "dist" / "config.yaml")).trainer.lora  # the quickstart's adapters, merged
+    assert lora_cfg.enabled
+    offline = export_checkpoint(latest_checkpoint(tmp_path / "dist") / "learner", "tiny-random", tmp_path / "offline",
+                                lora_cfg=lora_cfg)
     reference = {}
     for shard in offline.glob("*.safetensors"):
         reference.update(load_file(shard))

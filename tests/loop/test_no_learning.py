@@ -61,12 +61,17 @@ def test_the_cause_follows_the_metrics_when_warm_started(metrics, cause):
 
 
 def test_run_names_follow_the_task_and_the_variant():
-    name = default_run_name(load_config(QUICK, ["task.name=mishra_bird"]))
-    assert name.startswith("mishra_bird-helix-") and len(name.rsplit("-", 2)[-2]) == 8
-    assert variant_of(load_config(QUICK, ["trainer.enabled=false"])) == "evo_only"
-    assert variant_of(load_config(QUICK, ["trainer.enabled=false", "population.enabled=false"])) == "best_of_n"
-    assert variant_of(load_config(QUICK, ["selection.strategy=top_score"])) == "top_score"
-    assert variant_of(load_config(QUICK, ["evolution.operators={edit: 0.7, rewrite: 0.3}"])) == "rewrite_30"
+    name = default_run_name(load_config(QUICK, ["task.name=mishra_bird"]))  # the quickstart trains LoRA adapters
+    assert name.startswith("mishra_bird-lora-") and len(name.rsplit("-", 2)[-2]) == 8
+    assert default_run_name(load_config(QUICK, ["task.name=mishra_bird", "trainer.lora.enabled=false"])).startswith(
+        "mishra_bird-helix-")
+    full = ["trainer.lora.enabled=false"]  # the full fine-tune: the quickstart's other settings are no variant's
+    assert variant_of(load_config(QUICK, full + ["trainer.enabled=false"])) == "evo_only"
+    assert variant_of(load_config(QUICK, full + ["trainer.enabled=false", "population.enabled=false"])) == "best_of_n"
+    assert variant_of(load_config(QUICK, full + ["selection.strategy=top_score"])) == "top_score"
+    assert variant_of(load_config(QUICK, full + ["evolution.operators={edit: 0.7, rewrite: 0.3}"])) == "rewrite_30"
+    assert variant_of(load_config(QUICK, ["selection.strategy=top_score"])) == "lora+top_score"  # both held: both named
+    assert variant_of(load_config(QUICK, ["trainer.enabled=false", "population.enabled=false"])) == "best_of_n+lora"
 
 
 def test_new_best_needs_more_than_the_tasks_tolerance():

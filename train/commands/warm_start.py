@@ -7,6 +7,7 @@ train/helix.py): HelixRun receives the model path and never fine-tunes in its co
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 
@@ -27,6 +28,7 @@ def resolve_policy(cfg: HelixConfig, is_main: bool) -> str:
             print(f"[helix] warm_start skipped: rollout.engine={cfg.rollout.engine} samples from its own model", flush=True)
         return cfg.model.policy
     policy = build.policy_source(warm_start_inputs(cfg))
+    gc.collect()  # the fine-tune's model and optimizer sit in reference cycles: free them before handing pages back
     release_free_memory()  # a fine-tune just built here freed its model and optimizer: hand that back before the run loads
     return policy
 

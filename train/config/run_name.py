@@ -1,10 +1,11 @@
 """A new run's folder name: ``<task>-<variant>-<timestamp>``, e.g. ``spread_points_12-helix-20261201-101500``.
 
-The variant is the ablation variant the config amounts to: the overlay in configs/ablations/ (what
+The variant is the ablation variant the config amounts to: the overlays in configs/ablations/ (what
 scripts/ablate.py applies and its report names, train/commands/ablate.py) whose every setting the config
-holds, the one with most settings when several do (best_of_n = evo_only + no population); ``helix``
-when none does. So ``trainer.enabled=false`` names the run ``...-evo_only-...`` whichever config it
-came from, and a quickstart run on another task is named after that task, not after the config.
+holds, leaving out one held inside a larger one (best_of_n = evo_only + no population: best_of_n), joined
+with ``+`` when several remain (the quickstart trains LoRA adapters, so its top_score run is
+``lora+top_score``); ``helix`` when none does. So ``trainer.enabled=false`` names the run
+``...-evo_only-...`` on the CPU base, and a quickstart run on another task is named after that task, not after the config.
 """
 
 from __future__ import annotations
@@ -26,12 +27,10 @@ def _holds(config: dict, dotted: str, value) -> bool:
 
 def variant_of(cfg: HelixConfig) -> str:
     config = to_dict(cfg)
-    best, size = "helix", 0
-    for variant in available_variants():  # sorted: a tie goes to the first name
-        settings = variant_settings(variant)
-        if len(settings) > size and all(_holds(config, k, v) for k, v in settings.items()):
-            best, size = variant, len(settings)
-    return best
+    held = {v: variant_settings(v).items() for v in available_variants()}
+    held = {v: items for v, items in held.items() if items and all(_holds(config, k, x) for k, x in items)}
+    kept = [v for v, items in held.items() if not any(w != v and items < other for w, other in held.items())]
+    return "+".join(sorted(kept)) or "helix"
 
 
 def default_run_name(cfg: HelixConfig) -> str:

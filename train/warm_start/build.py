@@ -114,6 +114,8 @@ def cache_key(inputs: WarmStartInputs) -> str:
     from tasks import load_task
 
     recipe = asdict(inputs.recipe) | {"dtype": autocast_dtype(inputs.recipe.dtype)}  # the weights depend on the resolved one
+    if not recipe["lora_rank"]:  # full fine-tunes keep the keys (and caches) they had before LoRA was an option
+        del recipe["lora_rank"]
     parts = {"version": RECIPE_VERSION, "base": inputs.base, "recipe": recipe,
              "prompt": [inputs.max_prompt_tokens, inputs.n_ancestors, inputs.timeout_s]}
     if _operators(inputs) != ["edit"]:  # the edit-only default keeps the keys (and caches) it always had
@@ -300,6 +302,14 @@ def accumulate_prompt(model, group: list[Example], pad_id: int, per_pass: int, a
     return loss
 
 
+def lora_config(ws: WarmStartConfig):
+    """The warm start's adapters: rank ``lora_rank`` on every linear layer, alpha = 2 x rank (peft's usual
+    scale of 2), no dropout."""
+    from train.learner.config import LoraConfig
+
+    return LoraConfig(enabled=True, rank=ws.lora_rank, alpha=2.0 * ws.lora_rank, dropout=0.0, target_modules="all-linear")
+
+
 def train(model, examples: list[Example], ws: WarmStartConfig, pad_id: int, progress: bool = True) -> list[float]:
     """AdamW over the examples, one optimizer step per parent prompt (its answers share its cache, see
     ``accumulate_prompt``)."""
@@ -307,7 +317,8 @@ def train(model, examples: list[Example], ws: WarmStartConfig, pad_id: int, prog
     for e in examples:
         by_parent.setdefault((e.task, e.parent), []).append(e)
     groups = list(by_parent.values())
-    optimizer = torch.optim.AdamW(model.parameters(), lr=ws.lr, weight_decay=0.0)
+    trained = [p for p in model.parameters() if p.requires_grad]  # LoRA: the adapters only
+    optimizer = torch.optim.AdamW(trained, lr=ws.lr, weight_decay=0.0)
     rng = np.random.default_rng(ws.seed)
     steps = [groups[i] for _ in range(ws.epochs) for i in rng.permutation(len(groups))]
     losses = []
@@ -321,7 +332,7 @@ def train(model, examples: list[Example], ws: WarmStartConfig, pad_id: int, prog
     autocast = torch.autocast("cpu", dtype=torch.bfloat16) if autocast_dtype(ws.dtype) == "bfloat16" else contextlib.nullcontext()
     for group in bar:
         losses.append(accumulate_prompt(model, group, pad_id, ws.answers_per_pass, autocast))
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(trained, 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         if progress:
@@ -352,7 +363,15 @@ def build(inputs: WarmStartInputs, out: Path, progress: bool = True) -> Path:
     if not examples:
         raise RuntimeError("warm start: no valid mutation of the starter program(s) was found; nothing to train on")
     t_data = time.perf_counter() - start
-    losses = train(model, examples, inputs.recipe, tokenizer.pad_token_id, progress)
+    if inputs.recipe.lora_rank:
+        from train.learner import lora
+
+        adapters = lora_config(inputs.recipe)
+        lora.apply(model, adapters)
+        losses = train(model, examples, inputs.recipe, tokenizer.pad_token_id, progress)
+        model = lora.merged_model(model, adapters)
+    else:
+        losses = train(model, examples, inputs.recipe, tokenizer.pad_token_id, progress)
     tmp = Path(tempfile.mkdtemp(prefix=out.name + ".tmp-", dir=out.parent))
     with to_file(chatter):
         model.save_pretrained(tmp)

@@ -26,6 +26,10 @@ class WarmStartConfig:
     # once (8 x 240 tokens held ~6 GB on SmolLM2). Fewer: less memory, the same gradient up to rounding
     answers_per_pass: Annotated[int, ">= 1"] = 2
     lr: Annotated[float, "> 0"] = 5.0e-5
+    # 0: every weight is fine-tuned (AdamW moments for all of them: ~1.6 GB with the gradients on SmolLM2).
+    # >= 1: rank-r LoRA adapters on every linear layer (alpha = 2 r), merged into the saved model, so the run
+    # loads a plain model; adapters want a larger lr (the quickstart: rank 16 at 1e-3)
+    lora_rank: Annotated[int, ">= 0 (0: full fine-tune)"] = 0
     # autocast dtype for the fine-tune, which runs on the CPU (weights stay fp32). auto: bfloat16 where the
     # CPU computes it natively (AVX512-BF16/AMX), else float32: on an AVX2-only CPU bf16 is emulated and a
     # training step is 22x slower than in fp32 (BENCHMARKS.md "CPU dtype")
