@@ -68,6 +68,14 @@ class FaissKnnIndex:
         self.index.add(new)
         self.topk = np.concatenate([self.topk, new_topk.astype(np.float32)])
 
+    def nearest(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each query's highest cosine similarity to an indexed item and its row, by one HNSW search:
+        approximate, like the index (the novelty gate compares the parent exactly besides)."""
+        sims, rows = self._search(normalise(queries), 1)
+        if sims.shape[1] == 0:
+            return np.full(len(queries), -np.inf), np.full(len(queries), -1, np.int64)
+        return np.minimum(sims[:, 0].astype(np.float64), 1.0), rows[:, 0].astype(np.int64)
+
     def diversity(self) -> np.ndarray:
         return div_from_topk(self.topk.astype(np.float64))
 

@@ -4,6 +4,10 @@ applied (train.loop.children) to the moment the archive stores it (population.ar
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass
@@ -30,6 +34,9 @@ class Child:
     advantage: float | None = None
     advantage_inputs: dict | None = None
     artefact: str | None = None
+    # The novelty gate's embedding of its code (train.loop.novelty), which the kNN index then takes as
+    # it is instead of embedding the program again; None without the gate. Never archived as a column.
+    embedding: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
     def scored(self) -> bool:

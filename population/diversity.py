@@ -79,6 +79,28 @@ def knn_diversity(query: np.ndarray, base: np.ndarray, k: int, self_index: np.nd
     return out
 
 
+def nearest(queries: np.ndarray, base: np.ndarray, base_normalised: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Each query's highest cosine similarity to a ``base`` row and that row, exactly, in blocks of
+    base rows (bounded memory at any archive size). An empty base: similarity -inf, row -1.
+    ``base_normalised``: its rows are unit already (a kNN index's), so no normalised copy is made."""
+    q = normalise(queries)
+    best = np.full(len(q), -np.inf, np.float64)
+    rows = np.full(len(q), -1, np.int64)
+    if len(q) == 0 or len(base) == 0:
+        return best, rows
+    if q.shape[1] != np.shape(base)[1]:
+        raise ValueError(f"query dimension {q.shape[1]} differs from base dimension {np.shape(base)[1]}")
+    step = max(1, _BLOCK_ELEMS // len(q))
+    for start in range(0, len(base), step):
+        block = base[start : start + step]
+        sims = q @ (np.asarray(block, np.float32) if base_normalised else normalise(block)).T
+        arg = sims.argmax(axis=1)
+        top = sims[np.arange(len(q)), arg].astype(np.float64)
+        better = top > best  # ties keep the earlier row: the first program with that embedding
+        best[better], rows[better] = top[better], start + arg[better]
+    return np.minimum(best, 1.0), rows
+
+
 class KnnIndex:
     """Exact, incremental: every item's top-k neighbour similarities, updated as items arrive.
 
@@ -175,6 +197,11 @@ class KnnIndex:
                 self.topk[start + rows] = topk_rows(np.concatenate([old, block[:, rows].T], 1), self.k)
         self._append(new)
         self.topk = np.concatenate([self.topk, new_topk.astype(np.float32)])
+
+    def nearest(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each query's highest cosine similarity to an indexed item and that item's row (the novelty
+        gate, population/novelty.py), exactly; read-only, so safe while no item is being added."""
+        return nearest(queries, self.emb, base_normalised=True)
 
     def diversity(self) -> np.ndarray:
         """Eq. 6 for every item added so far, (N,) float64."""

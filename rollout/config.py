@@ -77,3 +77,8 @@ class EvolutionConfig:
     # not run, reward 0 and kept out of the pool, as a no-op edit is: writing a known program
     # again earns nothing, so GRPO cannot settle on one safe edit. Counted in repeat_frac either way.
     repeats: Literal["score", "zero"] = "score"
+    # Novelty gate: each child is embedded before it runs, and one whose cosine similarity to its parent
+    # or to a program an earlier epoch archived is >= this is not run; it is a near repeat, rewarded as
+    # evolution.repeats says (score: the reward of the program it is near; zero: 0) and counted in
+    # near_repeat_frac. 0: off (the paper); 1.0: identical embeddings only. Its embeddings feed diversity.
+    novelty_threshold: Annotated[float, "in [0, 1] (0: off; else a cosine similarity)"] = 0.0

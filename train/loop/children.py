@@ -7,6 +7,8 @@ child whose edits change nothing (canonically equal to its parent, or for a cros
 parent): it is archived as "unchanged" with reward 0 and stays out of the selection pool. A
 child that is a program an earlier epoch archived is a *repeat* (``metrics["repeat"]``); under
 ``evolution.repeats: zero`` it is treated like an unchanged one, not run and rewarded 0. With
+``evolution.novelty_threshold`` > 0 the novelty gate (train.loop.novelty) embeds the rest first and
+holds back near repeats too, unrun (``metrics["near_repeat"]``). With
 ``rollout.batch_size`` > 0 the engine hands over each batch of prompts as it finishes, and
 ``BackgroundEvaluation`` evaluates those children in a thread while the next batch generates:
 on a GPU node the sandbox pool (CPU) then runs under generation (GPU) instead of after it.
@@ -23,6 +25,7 @@ from population.child import Child
 from rollout.edits import EditError
 from rollout.engine_api import Completion
 from rollout.operators import make_operator
+from train.loop.novelty import NoveltyGate, hold_back
 
 UNCHANGED = ("Edit applied but changed nothing: the child is the parent again (same code up to layout and "
              "comments). Change what the program computes.")
@@ -52,11 +55,13 @@ def repeat_feedback(solution_id: int) -> str:
 
 
 def evaluate_children(task, evaluator, jobs: list[Job], outputs: list[list[Completion]], epoch: int,
-                      progress: bool, archived=None, repeats: str = "score") -> list[Child]:
+                      progress: bool, archived=None, repeats: str = "score",
+                      gate: NoveltyGate | None = None) -> list[Child]:
     """Apply each completion's edits to its parent and evaluate the new programs in the sandbox.
     ``outputs``: each job's completions (their logprobs are not needed). ``archived(code)``: the
     archive id of a program with this code from an earlier epoch, or None
-    (train.loop.evolution.Evolution.archived); ``repeats``: what a repeat gets (evolution.repeats)."""
+    (train.loop.evolution.Evolution.archived); ``repeats``: what a repeat gets (evolution.repeats);
+    ``gate``: the novelty gate (Evolution.novelty_gate), or None."""
     children, programs = [], []
     for job, group in zip(jobs, outputs):
         parent_forms = {canonicalize(job.parent_code)}
@@ -86,7 +91,12 @@ def evaluate_children(task, evaluator, jobs: list[Job], outputs: list[list[Compl
                 continue
             child.is_program = True
             child.metrics = {"repeat": 1.0} if known is not None else {}
+            if gate is not None and known is not None:  # same canonical code: cosine 1, nothing to embed
+                hold_back(child, gate.exact(known), gate.threshold, repeats)
+                continue
             programs.append(child)
+    if gate is not None:
+        programs = _gate(gate, programs, repeats)
     for child, result in zip(programs, evaluator.evaluate_many([c.code for c in programs], progress=progress)):
         child.reward, child.valid, child.feedback, child.eval_time_s = (result.reward, result.valid, result.feedback,
                                                                         result.eval_time_s)
@@ -97,13 +107,31 @@ def evaluate_children(task, evaluator, jobs: list[Job], outputs: list[list[Compl
     return children
 
 
+def _gate(gate: NoveltyGate, programs: list[Child], repeats: str) -> list[Child]:
+    """The programs still to run; the others are held back. Each keeps its embedding for the kNN index,
+    and its similarity to the nearest archived program (metrics ``novelty_similarity``, what a threshold
+    is chosen from)."""
+    parents = [(c.parent_id,) if c.second_parent_id is None else (c.parent_id, c.second_parent_id) for c in programs]
+    verdicts, emb = gate.check([c.code for c in programs], parents)
+    run = []
+    for child, near, vector in zip(programs, verdicts, emb):
+        child.embedding = vector
+        if near.held:
+            hold_back(child, near, gate.threshold, repeats)
+        else:
+            child.metrics["novelty_similarity"] = near.similarity
+            run.append(child)
+    return run
+
+
 class BackgroundEvaluation:
     """One epoch's children, evaluated batch by batch in one background thread, in job order."""
 
-    def __init__(self, task, evaluator, jobs: list[Job], epoch: int, archived=None, repeats: str = "score"):
-        """``archived``, ``repeats``: as for ``evaluate_children``."""
+    def __init__(self, task, evaluator, jobs: list[Job], epoch: int, archived=None, repeats: str = "score",
+                 gate: NoveltyGate | None = None):
+        """``archived``, ``repeats``, ``gate``: as for ``evaluate_children``."""
         self._task, self._evaluator, self._jobs, self._epoch = task, evaluator, jobs, epoch
-        self._archived, self._repeats = archived, repeats
+        self._archived, self._repeats, self.gate = archived, repeats, gate
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="helix-evaluate")
         self._parts: list = []
         self._next = 0  # the first job not yet submitted: batches must come in order, without gaps
@@ -121,7 +149,7 @@ class BackgroundEvaluation:
         start = time.perf_counter()
         try:
             return evaluate_children(self._task, self._evaluator, jobs, outputs, self._epoch, progress,
-                                     self._archived, self._repeats)
+                                     self._archived, self._repeats, self.gate)
         finally:
             self.busy_s += time.perf_counter() - start  # one worker thread: no race
 

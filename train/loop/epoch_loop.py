@@ -41,7 +41,7 @@ from train.loop.children import BackgroundEvaluation, Job
 from train.loop.epoch_metrics import add_phase_times, epoch_metrics, operator_metrics
 from train.loop.evolution import Evolution
 from train.loop.no_learning import LearningWatch
-from train.loop.run_dir import RunDir, table_header, table_row
+from train.loop.run_dir import RunDir, table_columns, table_header, table_row
 
 
 @dataclass
@@ -151,6 +151,7 @@ class HelixRun:
         self.start_epoch, evo_state = self._resume() if resume is not None else (0, None)
         self.main = self._build_main(config_stem, evo_state) if info.is_main else None
         self.watch = LearningWatch(cfg, cfg.run.no_learning_epochs)  # one warning if the run cannot learn
+        self.columns = table_columns(novelty_gate=cfg.evolution.novelty_threshold > 0)  # the console table's
         self._build_operators()
 
     def _resume(self) -> tuple[int, dict]:
@@ -227,7 +228,7 @@ class HelixRun:
         """Every epoch's steps, then the export. Returns the run directory (rank 0)."""
         if self.main:
             self.main.run_dir.point_latest()  # checks passed, everything loaded: training starts now
-            print(table_header(), flush=True)
+            print(table_header(self.columns), flush=True)
         self.t_start = time.perf_counter()
         epochs = range(self.start_epoch + 1, self.cfg.trainer.epochs + 1)
         if self.progress:
@@ -311,8 +312,9 @@ class HelixRun:
             params = SamplingParams.from_config(cfg.rollout, seed=seed)
             on_batch = None
             if self.main:
+                evo = self.main.evo
                 epoch.evaluation = BackgroundEvaluation(self.task, self.main.evaluator, epoch.jobs, epoch.number,
-                                                        self.main.evo.archived, cfg.evolution.repeats)
+                                                        evo.archived, cfg.evolution.repeats, evo.novelty_gate(epoch.jobs))
                 if cfg.rollout.batch_size:
                     on_batch = lambda first, groups: epoch.evaluation.submit(first, without_logprobs(groups))  # noqa: E731
             on_module = self.learner is not None and self.on_module
@@ -389,7 +391,9 @@ class HelixRun:
     def _metrics(self, epoch: Epoch, best_reward: float | None, prior_best: float | None) -> dict:
         evo = self.main.evo
         completions = [c for group in epoch.outputs for c in group]
-        extra = dict(embedded=evo.embedded_last, prompt_items_dropped=sum(len(d["dropped"]) for d in epoch.dropped),
+        gate = epoch.evaluation.gate  # the novelty gate's embeddings went into the index as they were
+        embedded = evo.embedded_last + (gate.embedded if gate else 0)
+        extra = dict(embedded=embedded, prompt_items_dropped=sum(len(d["dropped"]) for d in epoch.dropped),
                      prompt_dropped=epoch.dropped, **operator_metrics(epoch.children, prior_best, self.task.improves))
         metrics = epoch_metrics(epoch.number, epoch.children, [len(c.token_ids) for c in completions],
                                 [bool(c.truncated) for c in completions], evo.pool["reward"], epoch.diversity, epoch.chosen,
@@ -412,7 +416,7 @@ class HelixRun:
             epoch.times["epoch_time_s"] = time.perf_counter() - epoch.start
             self.main.run_dir.log_metrics(add_phase_times(epoch.metrics, epoch.times))
             self.main.run_dir.log_samples(epoch.samples)
-            self._say(table_row(epoch.metrics))
+            self._say(table_row(epoch.metrics, self.columns))
             warning = self.watch.update(epoch.metrics)
             if warning:
                 self._say(warning)

@@ -47,6 +47,8 @@ def epoch_metrics(epoch: int, children: list[Child], completion_lengths: list[in
         edit_fail_frac=float(np.mean([bool(c.metrics.get("edit_failed")) for c in children])),
         unchanged_frac=float(np.mean([bool(c.metrics.get("unchanged")) for c in children])),
         repeat_frac=float(np.mean([bool(c.metrics.get("repeat")) for c in children])),
+        # held back unrun by the novelty gate as close to an archived program (evolution.novelty_threshold)
+        near_repeat_frac=float(np.mean([bool(c.metrics.get("near_repeat")) for c in children])),
         diversity_mean=float(pop_div.mean()) if len(pop_div) else None,
         **_percentiles(pop_div, "diversity"),
         child_diversity_mean=float(child_div.mean()) if len(child_div) else None,

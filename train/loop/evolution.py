@@ -5,7 +5,8 @@ changed it), one row of ``pool`` each: archive id, reward, validity, and the tag
 population slot it was prompted from; row i is also row i of the kNN index. Children whose
 edits failed or changed nothing (and, under ``evolution.repeats: zero``, repeats of an archived
 program) are archived with their lineage and feedback, but they are no new program, so they
-neither join the pool nor pull their parent's diversity to 0. ``population``
+neither join the pool nor pull their parent's diversity to 0; nor do the children the novelty gate
+holds back (``novelty_gate``, train/loop/novelty.py). ``population``
 is P_t: one row per slot, the pool row's archive id and the slot's tag.
 """
 
@@ -24,6 +25,7 @@ from population.pairing import choose_mate, choose_shots
 from population.sampling import sample_parents
 from population.selection import Pool, make_strategy
 from train.config.config import HelixConfig
+from train.loop.novelty import NoveltyGate
 
 POOL = np.dtype([("id", np.int64), ("reward", np.float64), ("valid", np.bool_), ("tag", np.int64)])
 SLOTS = np.dtype([("id", np.int64), ("tag", np.int64)])
@@ -103,8 +105,13 @@ class Evolution:
         self.select(0, np.random.default_rng([self.cfg.run.seed, 0]))
         print(f"[helix] initial program: reward {result.reward:.6g} ({result.status}); {result.feedback[:200]}", flush=True)
 
-    def _index(self, ids: list[int], codes: list[str], rows: np.ndarray) -> None:
-        emb, hashes, self.embedded_last = self.embedder.embed_cached(codes, self.archive.cached_embedding)
+    def _index(self, ids: list[int], codes: list[str], rows: np.ndarray, fresh: dict[str, np.ndarray] | None = None) -> None:
+        """``fresh``: embeddings the novelty gate already made, by code hash: taken as they are."""
+        lookup = self.archive.cached_embedding
+        if fresh:
+            def lookup(h: str) -> np.ndarray | None:
+                return fresh[h] if h in fresh else self.archive.cached_embedding(h)
+        emb, hashes, self.embedded_last = self.embedder.embed_cached(codes, lookup)
         self.archive.put_embeddings(ids, emb, hashes)
         for sid, h in zip(ids, hashes):
             self.known.setdefault(h, sid)
@@ -115,6 +122,16 @@ class Evolution:
         """The archive id of a program with this code (up to layout and comments, as the embedding
         cache keys it), or None. Thread-safe to read while no children are being added."""
         return self.known.get(self.embedder.code_hash(code))
+
+    def novelty_gate(self, jobs) -> NoveltyGate | None:
+        """The epoch's novelty gate over the pool as it stands (None: evolution.novelty_threshold is 0).
+        Built on the main thread: it reads the parents' embeddings from the archive here."""
+        threshold = self.cfg.evolution.novelty_threshold
+        if not threshold:
+            return None
+        ids = sorted({j.parent_id for j in jobs} | {j.mate_id for j in jobs if j.mate_id is not None})
+        parents = dict(zip(ids, self.archive.get_embeddings(ids))) if ids else {}
+        return NoveltyGate(threshold, self.embedder, self.index, self.pool["id"], self.pool["reward"], parents)
 
     def sample_parents(self, rng: np.random.Generator) -> list[Parent]:
         ids = self.population["id"].tolist()
@@ -143,7 +160,9 @@ class Evolution:
         keep = [i for i, child in enumerate(children) if child.is_program]
         if keep:
             rows = np.array([(ids[i], children[i].reward, children[i].valid, children[i].tag) for i in keep], POOL)
-            self._index([ids[i] for i in keep], [children[i].code for i in keep], rows)
+            fresh = {self.embedder.code_hash(children[i].code): children[i].embedding for i in keep
+                     if children[i].embedding is not None}
+            self._index([ids[i] for i in keep], [children[i].code for i in keep], rows, fresh)
         return ids
 
     def select(self, epoch: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

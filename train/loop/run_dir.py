@@ -162,13 +162,26 @@ def resume_command(run_path: Path) -> str:
     return f"{launcher} {script} --resume {run_path}"
 
 
-def table_header() -> str:
-    return " ".join(h.rjust(len(fmt.format(0 if "d" in fmt else 0.0))) for _, h, fmt in TABLE)
+# The novelty gate's column (evolution.novelty_threshold > 0), after ``rep``: near repeats held back unrun.
+NEAR_COLUMN = ("near_repeat_frac", "  near", "{:>6.2f}")
 
 
-def table_row(metrics: dict) -> str:
+def table_columns(novelty_gate: bool = False) -> list[tuple[str, str, str]]:
+    """The console table's columns: TABLE, plus ``near`` when the novelty gate is on (a run without
+    it prints the table it always did)."""
+    if not novelty_gate:
+        return TABLE
+    at = [key for key, _, _ in TABLE].index("repeat_frac") + 1
+    return TABLE[:at] + [NEAR_COLUMN] + TABLE[at:]
+
+
+def table_header(columns: list[tuple[str, str, str]] = TABLE) -> str:
+    return " ".join(h.rjust(len(fmt.format(0 if "d" in fmt else 0.0))) for _, h, fmt in columns)
+
+
+def table_row(metrics: dict, columns: list[tuple[str, str, str]] = TABLE) -> str:
     cells = []
-    for key, _, fmt in TABLE:
+    for key, _, fmt in columns:
         value = metrics.get(key)
         width = len(fmt.format(0 if "d" in fmt else 0.0))
         cells.append("-".rjust(width) if value is None else fmt.format(value))

@@ -47,11 +47,12 @@ class ChildOutcomes:
 
 def outcome(metrics: dict, valid: bool) -> str:
     """A child's OUTCOMES key. Every program that ran has ``status_ok`` in its metrics
-    (train/loop/children.py), so a repeat that ran (evolution.repeats: score) is classified by its run."""
+    (train/loop/children.py), so a repeat that ran (evolution.repeats: score) is classified by its run;
+    a near repeat the novelty gate held back (train/loop/novelty.py) never ran: a repeat, not run."""
     for key in ("edit_failed", "unchanged"):
         if metrics.get(key):
             return key
-    if metrics.get("repeat") and "status_ok" not in metrics:
+    if (metrics.get("repeat") or metrics.get("near_repeat")) and "status_ok" not in metrics:
         return "repeat"
     return "valid" if valid else "ran_failed"
 
