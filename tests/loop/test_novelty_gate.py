@@ -32,14 +32,8 @@ from train.runs.outcomes import outcome
 
 DIM = 384
 ONE_DIGIT, REWRITE = 0.9998, 0.85  # MiniLM's cosines to the starter (module docstring)
-RINGS = """    centers[0] = [0.5, 0.5]
-    for i in range(8):
-        angle = 2 * np.pi * i / 8
-        centers[1 + i] = [0.5 + 0.3 * np.cos(angle), 0.5 + 0.3 * np.sin(angle)]
-    for i in range(17):
-        angle = 2 * np.pi * i / 17
-        centers[9 + i] = [0.5 + 0.45 * np.cos(angle), 0.5 + 0.45 * np.sin(angle)]
-"""
+_SOURCE = load_task("circle_packing_26").initial_program
+RINGS = _SOURCE[_SOURCE.index("    centers[0] = [0.5, 0.5]"):_SOURCE.index("    centers = np.clip")]  # the two rings
 GRID = """    xs, ys = np.meshgrid(np.linspace(0.1, 0.9, 6), np.linspace(0.1, 0.9, 5))
     grid = np.stack([xs.ravel(), ys.ravel()], axis=1)
     rng = np.random.default_rng(7)
