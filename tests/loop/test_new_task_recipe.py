@@ -107,7 +107,7 @@ def test_the_readme_recipe_runs_as_written(tmp_path):
             assert proc.returncode == 0, (line, proc.stdout[-2000:], proc.stderr[-2000:])
             done.append(argv[2] if argv[1] == "train/helix.py" else argv[1:3])
         runs = [p for p in (tmp_path / "runs").iterdir() if p.name != "latest"]
-        assert len(runs) == 1 and runs[0].name.startswith(f"{name}-helix-")
+        assert len(runs) == 1 and runs[0].name.startswith(f"{name}-lora-")
         assert (tmp_path / "runs" / "latest").resolve() == runs[0].resolve()
         assert '"epoch": 1' in (runs[0] / "metrics.jsonl").read_text()
         assert len(done) == 6
