@@ -28,7 +28,7 @@ def resolve_policy(cfg: HelixConfig, is_main: bool) -> str:
             print(f"[helix] warm_start skipped: rollout.engine={cfg.rollout.engine} samples from its own model", flush=True)
         return cfg.model.policy
     policy = build.policy_source(warm_start_inputs(cfg))
-    gc.collect()  # the fine-tune's model and optimizer sit in reference cycles: free them before handing pages back
+    gc.collect()  # anything the fine-tune left in reference cycles, freed before its pages are handed back
     release_free_memory()  # a fine-tune just built here freed its model and optimizer: hand that back before the run loads
     return policy
 
