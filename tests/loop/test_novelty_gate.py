@@ -289,7 +289,7 @@ def test_both_parents_of_a_crossover_are_compared_exactly():
         def nearest(self, queries):
             return np.full(len(queries), -np.inf), np.full(len(queries), -1, np.int64)
 
-    class Fixed:
+    class Fixed(Embedder):  # the real de-duplication (embed_cached) over planted vectors
         def __init__(self, vectors):
             self.vectors = vectors
 

@@ -75,13 +75,8 @@ class NoveltyGate:
         it) and its embedding row, (n, d)."""
         if not codes:
             return [], np.zeros((0, 0), np.float32)
-        hashes = [self.embedder.code_hash(c) for c in codes]
-        first = dict(zip(reversed(hashes), reversed(codes)))  # hash -> its first code
-        unique = list(dict.fromkeys(hashes))
-        vectors = self.embedder.embed([first[h] for h in unique])
-        self.embedded += len(unique)
-        row = {h: i for i, h in enumerate(unique)}
-        emb = vectors[[row[h] for h in hashes]]
+        emb, _, embedded = self.embedder.embed_cached(codes, lambda _hash: None)  # equal canonical code once
+        self.embedded += embedded
         best, rows = self.index.nearest(emb)
         twins = [int(self.pool_ids[r]) if r >= 0 else -1 for r in rows]
         for i, ids in enumerate(parents):  # exactly, whatever the index (faiss searches approximately)
