@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from train.warm_start.build import Example, lora_config, train
+from train.warm_start.build import Example, lora_config, merged_policy, train
 from train.warm_start.config import WarmStartConfig
 
 
@@ -42,7 +42,7 @@ def test_a_lora_warm_start_trains_the_adapters_only_and_saves_their_merge(tiny_m
     probe = _examples(1)[0].prompt_ids[:20]
     with_adapters = _logits(tiny_model, probe)
 
-    merged = lora.merged_model(tiny_model, adapters)
+    merged = merged_policy(tiny_model, adapters, "tiny-random", None)
     assert not lora.has_adapters(merged) and type(merged) is type(tiny_model)
     assert merged.get_output_embeddings().weight is merged.get_input_embeddings().weight  # still tied
     torch.testing.assert_close(_logits(merged, probe), with_adapters, rtol=1e-4, atol=1e-5)

@@ -90,21 +90,6 @@ class AdaptersOff:
             return self.module(*args, **kwargs)
 
 
-def merged_model(model: torch.nn.Module, cfg: LoraConfig) -> torch.nn.Module:
-    """A plain HF model of the same class holding ``model``'s merged weights (``merged_state``): what
-    a fine-tune that trained adapters saves, so whoever loads it needs no peft."""
-    with torch.device("meta"):
-        plain = type(model)(model.config)
-    plain.load_state_dict(merged_state(model.state_dict(), cfg), assign=True)
-    for name, buffer in model.named_buffers():  # what no state dict holds (rotary frequencies), from the source
-        if ".lora_" not in name:
-            owner, _, attr = name.replace(".base_layer.", ".").rpartition(".")
-            setattr(plain.get_submodule(owner) if owner else plain, attr, buffer)
-    plain.tie_weights()
-    plain.generation_config = model.generation_config
-    return plain.eval()
-
-
 def merged_state(state: dict[str, torch.Tensor], cfg: LoraConfig) -> dict[str, torch.Tensor]:
     """A full state dict with adapters (HF names + ``base_layer``/``lora_A``/``lora_B``) as the
     plain HF model's: each adapted weight merged, W + (alpha / rank) B A, in its own dtype."""

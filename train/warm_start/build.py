@@ -310,6 +310,18 @@ def lora_config(ws: WarmStartConfig):
     return LoraConfig(enabled=True, rank=ws.lora_rank, alpha=2.0 * ws.lora_rank, dropout=0.0, target_modules="all-linear")
 
 
+def merged_policy(model, adapters, base: str, cache_dir: str | None):
+    """``model``'s trained adapters merged into a fresh copy of ``base``, as a run's export merges its
+    own (train.learner.export): a plain model that loads without peft."""
+    from train.learner import lora
+    from train.learner.models import load_policy
+
+    state = lora.merged_state(model.state_dict(), adapters)
+    plain, _ = load_policy(base, "float32", cache_dir)
+    plain.load_state_dict(state)
+    return plain.eval()
+
+
 def train(model, examples: list[Example], ws: WarmStartConfig, pad_id: int, progress: bool = True) -> list[float]:
     """AdamW over the examples, one optimizer step per parent prompt (its answers share its cache, see
     ``accumulate_prompt``)."""
@@ -363,15 +375,15 @@ def build(inputs: WarmStartInputs, out: Path, progress: bool = True) -> Path:
     if not examples:
         raise RuntimeError("warm start: no valid mutation of the starter program(s) was found; nothing to train on")
     t_data = time.perf_counter() - start
-    if inputs.recipe.lora_rank:
+    adapters = lora_config(inputs.recipe) if inputs.recipe.lora_rank else None
+    if adapters:
         from train.learner import lora
 
-        adapters = lora_config(inputs.recipe)
         lora.apply(model, adapters)
-        losses = train(model, examples, inputs.recipe, tokenizer.pad_token_id, progress)
-        model = lora.merged_model(model, adapters)
-    else:
-        losses = train(model, examples, inputs.recipe, tokenizer.pad_token_id, progress)
+    losses = train(model, examples, inputs.recipe, tokenizer.pad_token_id, progress)
+    if adapters:
+        with to_file(chatter):
+            model = merged_policy(model, adapters, inputs.base, inputs.cache_dir)
     tmp = Path(tempfile.mkdtemp(prefix=out.name + ".tmp-", dir=out.parent))
     with to_file(chatter):
         model.save_pretrained(tmp)
