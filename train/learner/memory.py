@@ -9,7 +9,7 @@ Where the C library is not glibc (macOS, musl) there is nothing to call and noth
 Between phases is not enough on a CPU: inside one GRPO step or warm-start fine-tune, each layer's 1-11 MB
 temporaries land in heap holes too small for the next layer's, so the heap grows by each layer's
 temporaries while the live tensors stay near 1 GB (BENCHMARKS.md "Memory"). ``releasing_free_memory``
-runs ``malloc_trim(0)`` on a background thread every few seconds while a run works, which keeps the
+runs ``malloc_trim(0)`` on a background thread every second (``run.release_memory_every_s``) while a run works, which keeps the
 resident set near what tensors hold at a few percent of step time; a fixed mmap threshold does the
 same at 35-75%."""
 
