@@ -21,7 +21,7 @@ def test_the_reference_names_every_setting_once():
     settings = set(flatten(HelixConfig()))
     assert {r for r in rows if r in settings} == settings
     pointers = {r for r in rows if f"| `{r}` | section |" in block}  # rows that point at a nested section below
-    assert pointers == {"rollout.vllm", "rollout.openai", "trainer.lora"}
+    assert pointers == {"rollout.vllm", "rollout.openai", "trainer.lora", "trainer.dynamic_sampling"}
     assert len(rows) == len(set(rows)) == len(settings) + len(pointers)
     for key in ("trainer.weight_decay", "trainer.grad_clip", "trainer.rollout_is_threshold", "rollout.vllm.kv_cache_gb"):
         assert f"| `{key}` |" in block, key

@@ -105,10 +105,25 @@ def validate(cfg: HelixConfig, source: str = "<config>") -> HelixConfig:
     if cfg.trainer.rollout_is != "none" and cfg.rollout.temperature != 1.0:
         raise ConfigError(f"{source}: trainer.rollout_is = {cfg.trainer.rollout_is!r} needs rollout.temperature = 1.0 "
                           f"(engines return raw logprobs); got {cfg.rollout.temperature}")
+    if cfg.trainer.dynamic_sampling.enabled:
+        _check_dynamic_sampling(cfg, source)
     if cfg.selection.strategy == "islands" and cfg.population.size < cfg.selection.n_islands:
         raise ConfigError(f"{source}: population.size = {cfg.population.size} must be >= selection.n_islands = "
                           f"{cfg.selection.n_islands} (every island needs a slot)")
     return cfg
+
+
+def _check_dynamic_sampling(cfg: HelixConfig, source: str) -> None:
+    """Dynamic sampling drops groups whose own advantages are 0: that needs a trainer, and an estimator
+    whose advantage is relative to the group (a batch-whitened one gives a tied group signal)."""
+    if not cfg.trainer.enabled:
+        raise ConfigError(f"{source}: trainer.dynamic_sampling.enabled needs trainer.enabled (EvoOnly trains on no group)")
+    from train.learner.grpo import GROUP_RELATIVE
+
+    if cfg.trainer.adv_estimator not in GROUP_RELATIVE:
+        raise ConfigError(f"{source}: trainer.dynamic_sampling drops groups whose advantages are all 0, which "
+                          f"needs a group-relative trainer.adv_estimator ({', '.join(sorted(GROUP_RELATIVE))}); "
+                          f"got {cfg.trainer.adv_estimator!r}")
 
 
 def _read_yaml(path: Path, chain: tuple[Path, ...] = ()) -> dict:

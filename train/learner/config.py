@@ -32,6 +32,18 @@ class LoraConfig:
 
 
 @dataclass
+class DynamicSamplingConfig:
+    """``trainer.dynamic_sampling``: DAPO's dynamic sampling. Groups whose advantages are all 0 teach the
+    update nothing; they are dropped and more parents are drawn, generated and evaluated until the step
+    holds B groups with spread or ``max_rounds`` extra rounds are spent (docs/grpo.md)."""
+
+    enabled: bool = False
+    max_rounds: Annotated[int, ">= 1"] = 2  # extra rounds of prompts, generation and evaluation per epoch, at most
+    # a group has spread when one of its advantages (as the estimator computes them) exceeds this in absolute value
+    tolerance: Annotated[float, ">= 0"] = 1e-6
+
+
+@dataclass
 class TrainerConfig:
     enabled: bool = True  # False: EvoOnly (frozen policy, no optimizer, no reference model)
     epochs: Annotated[int, ">= 1"] = 80
@@ -81,3 +93,4 @@ class TrainerConfig:
     # linear warmup over this many optimizer steps, then constant (paper: constant)
     lr_warmup_steps: Annotated[int, ">= 0"] = 0
     lora: LoraConfig = field(default_factory=LoraConfig)
+    dynamic_sampling: DynamicSamplingConfig = field(default_factory=DynamicSamplingConfig)

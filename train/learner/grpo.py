@@ -106,6 +106,24 @@ def zero_std_fraction(rewards: torch.Tensor, group_ids: np.ndarray) -> float:
     return len(tied) / len(set(groups))
 
 
+def groups_with_spread(rewards: list[list[float]], estimator: str = "grpo", norm_by_std: bool = True,
+                       tolerance: float = 1e-6) -> list[bool]:
+    """Per group: does the update learn from it, i.e. is one of its advantages, as ``estimator`` computes
+    them, above ``tolerance`` in absolute value? Measured on the advantage, not on the rewards, so the
+    answer is the estimator's own (dynamic sampling, train.loop.dynamic_sampling). NaN rewards (children
+    the infrastructure lost) are left out as the learner leaves them out; fewer than two left: no spread."""
+    out = []
+    for group in rewards:
+        scored = torch.tensor([r for r in group if r == r], dtype=torch.float64)
+        if len(scored) < 2:
+            out.append(False)
+            continue
+        advantages = compute_advantages(scored, np.zeros(len(scored), dtype=np.int64),
+                                        torch.ones((len(scored), 1)), estimator, norm_by_std)
+        out.append(bool(advantages.abs().max() > tolerance))
+    return out
+
+
 @dataclass(frozen=True)
 class LossSettings:
     policy_loss: str = "vanilla"

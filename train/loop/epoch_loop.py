@@ -38,6 +38,7 @@ from train.learner.memory import release_free_memory
 from train.learner.models import TINY_RANDOM, cache_root, load_policy, load_tokenizer, resolve_policy_path
 from train.loop.checkpoint import checkpoint_logs, load_checkpoint, save_checkpoint
 from train.loop.children import BackgroundEvaluation, Job
+from train.loop.dynamic_sampling import DROPPED, refill
 from train.loop.epoch_metrics import add_phase_times, epoch_metrics, operator_metrics
 from train.loop.evolution import Evolution
 from train.loop.no_learning import LearningWatch
@@ -62,14 +63,20 @@ class Epoch:
     rng: np.random.Generator
     start: float = field(default_factory=time.perf_counter)
     times: dict = field(default_factory=dict)
+    # Lists over the epoch's prompts, in job order; dynamic sampling's extra rounds append to them.
     jobs: list[Job] = field(default_factory=list)  # every rank's prompts
+    round: list[Job] = field(default_factory=list)  # the prompts of the round being generated (all of them, or a refill)
     dropped: list[dict] = field(default_factory=list)  # what the token budget cut, per prompt (rank 0)
+    shown: list[dict] = field(default_factory=list)  # what each prompt showed (rank 0; prompts/epoch-N.jsonl)
     mine: list[Job] = field(default_factory=list)  # this rank's share of the prompts
     completions: list[list[Completion]] = field(default_factory=list)  # this rank's groups
-    evaluation: BackgroundEvaluation | None = None  # rank 0
-    outputs: list[list[Completion]] | None = None  # rank 0: every rank's groups, without logprobs
-    children: list[Child] | None = None  # rank 0
-    rewards: list[list[float]] | None = None  # trusted rewards per prompt and sample, on every rank
+    evaluation: BackgroundEvaluation | None = None  # rank 0: the round's
+    gate_embedded: int = 0  # programs the novelty gate embedded, all rounds
+    outputs: list[list[Completion]] = field(default_factory=list)  # rank 0: every rank's groups, without logprobs
+    children: list[Child] = field(default_factory=list)  # rank 0
+    rewards: list[list[float]] = field(default_factory=list)  # trusted rewards per prompt and sample, on every rank
+    trained: set[int] | None = None  # the prompts whose groups the step trains on (None: all; dynamic sampling)
+    sampling: dict = field(default_factory=dict)  # dynamic sampling's metrics (train.loop.dynamic_sampling)
     advantages: dict | None = None  # rank 0: (prompt, sample) -> (advantage, tokens) the update used
     train: dict = field(default_factory=dict)
     diversity: np.ndarray | None = None
@@ -100,8 +107,13 @@ def record_advantages(children: list[Child], advantages: dict, rewards: list[lis
     G = cfg.rollout.group_size
     for k, child in enumerate(children):
         j, g = divmod(k, G)
-        value, tokens = advantages[(j, g)]
         reward = rewards[j][g]
+        if (j, g) not in advantages:  # dynamic sampling left the group out of the update
+            child.advantage = None
+            child.advantage_inputs = dict(estimator=cfg.trainer.adv_estimator, norm_by_std=cfg.trainer.norm_adv_by_std,
+                                          reward=None if reward != reward else reward, tokens=0, dropped=DROPPED)
+            continue
+        value, tokens = advantages[(j, g)]
         child.advantage = value
         child.advantage_inputs = dict(estimator=cfg.trainer.adv_estimator, norm_by_std=cfg.trainer.norm_adv_by_std,
                                       reward=None if reward != reward else reward, tokens=tokens)
@@ -151,7 +163,8 @@ class HelixRun:
         self.start_epoch, evo_state = self._resume() if resume is not None else (0, None)
         self.main = self._build_main(config_stem, evo_state) if info.is_main else None
         self.watch = LearningWatch(cfg, cfg.run.no_learning_epochs)  # one warning if the run cannot learn
-        self.columns = table_columns(novelty_gate=cfg.evolution.novelty_threshold > 0)  # the console table's
+        self.columns = table_columns(novelty_gate=cfg.evolution.novelty_threshold > 0,  # the console table's
+                                     dynamic_sampling=cfg.trainer.dynamic_sampling.enabled)
         self._build_operators()
 
     def _resume(self) -> tuple[int, dict]:
@@ -239,6 +252,8 @@ class HelixRun:
                 self.prompts(epoch)
                 self.generate(epoch)
                 self.evaluate(epoch)
+                if self.cfg.trainer.dynamic_sampling.enabled:
+                    refill(self, epoch)  # more rounds until B groups have spread, or the cap
                 self.grpo_step(epoch)
                 self.archive_and_select(epoch)
                 self.log_and_checkpoint(epoch)
@@ -261,8 +276,8 @@ class HelixRun:
         start = time.perf_counter()
         try:
             yield
-        finally:
-            epoch.times[name] = time.perf_counter() - start
+        finally:  # summed: dynamic sampling's extra rounds add to their phases
+            epoch.times[name] = epoch.times.get(name, 0.0) + time.perf_counter() - start
 
     def _say(self, message: str) -> None:
         """Print without tearing an active tqdm bar."""
@@ -271,16 +286,17 @@ class HelixRun:
         else:
             print(message, flush=True)
 
-    def prompts(self, epoch: Epoch) -> None:
-        """Steps 1-2 (rank 0): sample B parents from P_t and build their eq.-5 prompts; every rank gets them."""
+    def prompts(self, epoch: Epoch, count: int | None = None) -> None:
+        """Steps 1-2 (rank 0): sample B parents from P_t (``count`` for a dynamic-sampling round) and build
+        their eq.-5 prompts, numbered on from the epoch's earlier ones; every rank gets them."""
         jobs = None
         if self.main:
-            main, jobs, shown = self.main, [], []
-            parents = main.evo.sample_parents(epoch.rng)
+            main, jobs, shown, first = self.main, [], [], len(epoch.jobs)
+            parents = main.evo.sample_parents(epoch.rng, count)
             names = list(self.operators)
             # One operator: no draw, so the paper's edit-only run keeps its random stream exactly.
             drawn = epoch.rng.choice(len(names), len(parents), p=self.operator_weights) if len(names) > 1 else [0] * len(parents)
-            for j, (parent, pick) in enumerate(zip(parents, drawn)):
+            for j, (parent, pick) in enumerate(zip(parents, drawn), start=first):
                 sol, op = parent.solution, self.operators[names[pick]]
                 others = []
                 if op.extra_parents == "mate":
@@ -298,32 +314,36 @@ class HelixRun:
                 mate = others[0] if op.extra_parents == "mate" else None
                 jobs.append(Job(j, sol.id, sol.code, prompt.token_ids, parent.tag, op.name, mate.id if mate else None,
                                 len(others), mate.code if mate else None))
-            main.run_dir.log_prompts(epoch.number, shown)  # what each prompt showed (train/runs/browse.py)
-        epoch.jobs = broadcast(jobs, self.info)
+            epoch.shown += shown
+            main.run_dir.log_prompts(epoch.number, epoch.shown)  # what each prompt showed (train/runs/browse.py)
+        epoch.round = broadcast(jobs, self.info)
+        epoch.jobs += epoch.round
 
     def generate(self, epoch: Epoch) -> None:
         """Step 3: G rollouts per prompt, each rank its own share. With rollout.batch_size > 0, rank 0
         starts evaluating its finished batches while the rest generate (its prompts come first)."""
         cfg = self.cfg
-        epoch.mine = shard(epoch.jobs, self.info)
-        with self._timed(epoch, "gen_time_s"):
-            seed = sampling_seed(cfg.run.seed, epoch.number, epoch.mine[0].index if epoch.mine else 0,
-                                 cfg.rollout.group_size)
-            params = SamplingParams.from_config(cfg.rollout, seed=seed)
-            on_batch = None
-            if self.main:
-                evo = self.main.evo
-                epoch.evaluation = BackgroundEvaluation(self.task, self.main.evaluator, epoch.jobs, epoch.number,
-                                                        evo.archived, cfg.evolution.repeats, evo.novelty_gate(epoch.jobs))
-                if cfg.rollout.batch_size:
-                    on_batch = lambda first, groups: epoch.evaluation.submit(first, without_logprobs(groups))  # noqa: E731
-            on_module = self.learner is not None and self.on_module
-            with self.learner.generation_context() if on_module else contextlib.nullcontext():
-                epoch.completions = generate_streaming(self.engine, [j.token_ids for j in epoch.mine], params, on_batch)
-        gathered = gather((without_logprobs(epoch.completions), epoch.times["gen_time_s"]), self.info)
+        mine = shard(epoch.round, self.info)
+        start = time.perf_counter()
+        seed = sampling_seed(cfg.run.seed, epoch.number, mine[0].index if mine else 0, cfg.rollout.group_size)
+        params = SamplingParams.from_config(cfg.rollout, seed=seed)
+        on_batch = None
         if self.main:
-            epoch.outputs = [group for part, _ in gathered for group in part]
-            epoch.times["gen_time_s"] = max(t for _, t in gathered)  # the slowest rank's
+            evo = self.main.evo
+            epoch.evaluation = BackgroundEvaluation(self.task, self.main.evaluator, epoch.round, epoch.number,
+                                                    evo.archived, cfg.evolution.repeats, evo.novelty_gate(epoch.round))
+            if cfg.rollout.batch_size:
+                on_batch = lambda first, groups: epoch.evaluation.submit(first, without_logprobs(groups))  # noqa: E731
+        on_module = self.learner is not None and self.on_module
+        with self.learner.generation_context() if on_module else contextlib.nullcontext():
+            completions = generate_streaming(self.engine, [j.token_ids for j in mine], params, on_batch)
+        epoch.mine += mine
+        epoch.completions += completions
+        gathered = gather((without_logprobs(completions), time.perf_counter() - start), self.info)
+        if self.main:
+            epoch.outputs += [group for part, _ in gathered for group in part]
+            # the slowest rank's, summed over the epoch's rounds
+            epoch.times["gen_time_s"] = epoch.times.get("gen_time_s", 0.0) + max(t for _, t in gathered)
 
     def evaluate(self, epoch: Epoch) -> None:
         """Step 4 (rank 0): apply the remaining edits and evaluate the children in the sandbox; every
@@ -331,16 +351,20 @@ class HelixRun:
         rewards = None
         if self.main:
             with self._timed(epoch, "eval_time_s"):  # what generation did not hide
-                done = len(epoch.mine) if self.cfg.rollout.batch_size else 0
-                if done < len(epoch.outputs):
-                    epoch.evaluation.submit(done, epoch.outputs[done:], self.progress)
-                epoch.children = epoch.evaluation.result()
+                outputs = epoch.outputs[len(epoch.outputs) - len(epoch.round):]  # the round's
+                done = len(shard(epoch.round, self.info)) if self.cfg.rollout.batch_size else 0  # streamed already
+                if done < len(outputs):
+                    epoch.evaluation.submit(done, outputs[done:], self.progress)
+                children = epoch.evaluation.result()
+                epoch.children += children
                 G = self.cfg.rollout.group_size
                 # NaN: an infra failure, no reward (train.learner.learner leaves it out of its group)
-                rewards = [[c.reward if c.scored else float("nan") for c in epoch.children[j * G:(j + 1) * G]]
-                           for j in range(len(epoch.jobs))]
-            epoch.times["eval_busy_s"] = epoch.evaluation.busy_s
-        epoch.rewards = broadcast(rewards, self.info)
+                rewards = [[c.reward if c.scored else float("nan") for c in children[j * G:(j + 1) * G]]
+                           for j in range(len(epoch.round))]
+            epoch.times["eval_busy_s"] = epoch.times.get("eval_busy_s", 0.0) + epoch.evaluation.busy_s
+            gate = epoch.evaluation.gate
+            epoch.gate_embedded += gate.embedded if gate else 0
+        epoch.rewards += broadcast(rewards, self.info)
 
     def grpo_step(self, epoch: Epoch) -> None:
         """Step 5 (all ranks): the GRPO update on this rank's rollouts, then the engine's weight sync."""
@@ -349,11 +373,16 @@ class HelixRun:
             epoch.times["train_time_s"] = 0.0
             return
         raw = self.cfg.rollout.temperature == 1.0  # engine logprobs are raw log pi: comparable only then
+        kept = [(job, group) for job, group in zip(epoch.mine, epoch.completions)
+                if epoch.trained is None or job.index in epoch.trained]
         samples = [Sample(job.token_ids, c.token_ids, epoch.rewards[job.index][g], job.index, c.truncated,
                           c.logprobs if raw else None)
-                   for job, group in zip(epoch.mine, epoch.completions) for g, c in enumerate(group)]
+                   for job, group in kept for g, c in enumerate(group)]
+        where = [(job.index, g) for job, group in kept for g in range(len(group))]
+        if not samples:  # dynamic sampling kept none of this rank's groups: a sample without a reward keeps
+            job, c = epoch.mine[0], epoch.completions[0][0]  # it in step with the others (no tokens, no group)
+            samples = [Sample(job.token_ids, c.token_ids, float("nan"), job.index, c.truncated)]
         epoch.train = self.learner.step(samples)
-        where = [(job.index, g) for job, group in zip(epoch.mine, epoch.completions) for g in range(len(group))]
         recorded = gather(list(zip(where, self.learner.last_advantages)), self.info)  # archived by rank 0
         if self.main:
             epoch.advantages = dict(pair for part in recorded for pair in part)
@@ -391,10 +420,11 @@ class HelixRun:
     def _metrics(self, epoch: Epoch, best_reward: float | None, prior_best: float | None) -> dict:
         evo = self.main.evo
         completions = [c for group in epoch.outputs for c in group]
-        gate = epoch.evaluation.gate  # the novelty gate's embeddings went into the index as they were
-        embedded = evo.embedded_last + (gate.embedded if gate else 0)
+        embedded = evo.embedded_last + epoch.gate_embedded  # the novelty gate's embeddings went into the index as they were
         extra = dict(embedded=embedded, prompt_items_dropped=sum(len(d["dropped"]) for d in epoch.dropped),
                      prompt_dropped=epoch.dropped, **operator_metrics(epoch.children, prior_best, self.task.improves))
+        if epoch.sampling:  # its 0-std is the generated groups'; the learner's is the trained batch's
+            extra.update(epoch.sampling, train_zero_std_frac=epoch.train.get("zero_std_frac"))
         metrics = epoch_metrics(epoch.number, epoch.children, [len(c.token_ids) for c in completions],
                                 [bool(c.truncated) for c in completions], evo.pool["reward"], epoch.diversity, epoch.chosen,
                                 best_reward, evo.archive.count(), epoch.train, extra=extra)

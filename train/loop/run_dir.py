@@ -164,15 +164,21 @@ def resume_command(run_path: Path) -> str:
 
 # The novelty gate's column (evolution.novelty_threshold > 0), after ``rep``: near repeats held back unrun.
 NEAR_COLUMN = ("near_repeat_frac", "  near", "{:>6.2f}")
+GROUPS_COLUMN = ("ds_groups", "groups", "{:>6d}")  # dynamic sampling: groups generated this epoch
 
 
-def table_columns(novelty_gate: bool = False) -> list[tuple[str, str, str]]:
-    """The console table's columns: TABLE, plus ``near`` when the novelty gate is on (a run without
-    it prints the table it always did)."""
-    if not novelty_gate:
-        return TABLE
-    at = [key for key, _, _ in TABLE].index("repeat_frac") + 1
-    return TABLE[:at] + [NEAR_COLUMN] + TABLE[at:]
+def table_columns(novelty_gate: bool = False, dynamic_sampling: bool = False) -> list[tuple[str, str, str]]:
+    """The console table's columns: TABLE, plus ``near`` when the novelty gate is on and ``groups`` (the
+    groups generated, refills included) under dynamic sampling: a run without them prints the table it
+    always did."""
+    columns = list(TABLE)
+    if novelty_gate:
+        at = [key for key, _, _ in columns].index("repeat_frac") + 1
+        columns[at:at] = [NEAR_COLUMN]
+    if dynamic_sampling:
+        at = [key for key, _, _ in columns].index("zero_std_frac")
+        columns[at:at] = [GROUPS_COLUMN]
+    return columns if columns != TABLE else TABLE
 
 
 def table_header(columns: list[tuple[str, str, str]] = TABLE) -> str:
