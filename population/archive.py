@@ -365,14 +365,19 @@ class ArchiveError(ValueError):
 class ReadOnlyArchive(Archive):
     """The archive's reader: the same queries over a read-only connection (SQLite ``mode=ro``), so
     a report, an inspection or a browser on a run that is still going never writes to it, never
-    migrates its schema and never holds a write lock. An older archive is read as it is (missing
+    migrates its schema and never holds a write lock; a finished run's archive is opened ``immutable``, so
+    not even SQLite's -wal and -shm sidecar files appear beside it. An older archive is read as it is (missing
     columns read as their meaning, see ``_fields``)."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         if not self.path.is_file():
             raise ArchiveError(f"no archive at {self.path}")
-        self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+        # No -wal beside it: no writer has it open (SQLite deletes the WAL when the last writer closes), so it
+        # is read as immutable: a WAL-mode reader would otherwise create -wal and -shm files in the run folder.
+        live = Path(f"{self.path}-wal").exists()
+        query = "mode=ro" if live else "mode=ro&immutable=1"
+        self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?{query}", uri=True, timeout=30.0)
         try:
             tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.DatabaseError as exc:

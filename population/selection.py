@@ -7,7 +7,10 @@ population with a tag per slot. Children inherit their parent slot's tag, which 
 
 ``nsga2`` is the paper's: non-dominated fronts on (reward, Div), both maximised, then
 crowding distance (pymoo's sorting and crowding on raw arrays; no pymoo Population objects,
-which cost ~1 s at 10^5 points).
+which cost ~1 s at 10^5 points). Where the task declares objectives (task.yaml ``objectives``,
+population/objectives.py), the pool carries them as maximised columns and ``nsga2`` ranks on
+(reward, Div, *those) with the same sorting and crowding (``nsga2_columns``); without any it runs
+the two-column code exactly as before. The other strategies rank on reward and Div only.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import numpy as np
 from pymoo.operators.survival.rank_and_crowding.metrics import calc_crowding_distance
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
+from population.objectives import finite_columns
+
 
 @dataclass(frozen=True)
 class Pool:
@@ -27,11 +32,18 @@ class Pool:
     diversity: np.ndarray
     tags: np.ndarray | None = None  # slot tag each row was generated from; -1 = none (the seed program)
     epoch: int = 0
+    # (rows, m) the task's declared objectives, maximised (population.objectives.oriented: -inf = missing); None: none
+    objectives: np.ndarray | None = None
 
     def __post_init__(self):
         if np.ndim(self.rewards) != 1 or np.shape(self.rewards) != np.shape(self.diversity):
             raise ValueError(f"rewards {np.shape(self.rewards)} and diversity {np.shape(self.diversity)} must be "
                              "1-D arrays of the same length")
+        if self.objectives is not None and (np.ndim(self.objectives) != 2 or len(self.objectives) != len(self.rewards)):
+            raise ValueError(f"objectives {np.shape(self.objectives)} must be a (rows, m) array with the {len(self.rewards)} "
+                             "rows of rewards")
+        if self.objectives is not None and np.isnan(np.asarray(self.objectives, dtype=np.float64)).any():
+            raise ValueError("selection: an objective is NaN; population.objectives.oriented maps a missing value to -inf")
         for name in ("rewards", "diversity"):
             bad = np.flatnonzero(np.isnan(np.asarray(getattr(self, name), dtype=np.float64)))
             if bad.size:  # NaN is incomparable: every ordering below would be silently arbitrary
@@ -40,6 +52,16 @@ class Pool:
 
     def tag_array(self) -> np.ndarray:
         return np.full(len(self.rewards), -1) if self.tags is None else np.asarray(self.tags)
+
+    @property
+    def n_extra(self) -> int:
+        """How many declared objectives the pool carries besides reward and Div."""
+        return 0 if self.objectives is None else int(np.shape(self.objectives)[1])
+
+    def columns(self) -> np.ndarray:
+        """(rows, 2 + m): reward, Div, then each declared objective, all maximised."""
+        extra = np.zeros((len(self.rewards), 0)) if self.objectives is None else np.asarray(self.objectives, dtype=np.float64)
+        return np.column_stack([np.asarray(self.rewards, dtype=np.float64), np.asarray(self.diversity, dtype=np.float64), extra])
 
 
 class Strategy(Protocol):
@@ -50,22 +72,26 @@ class Strategy(Protocol):
 SELECTION_STRATEGIES: dict[str, Callable[..., Strategy]] = {}
 
 
-def register_strategy(name: str):
-    """Register a stateless ``fn(rewards, diversity, size, rng) -> rows`` or a Strategy class."""
+def register_strategy(name: str, on_columns: Callable | None = None):
+    """Register a stateless ``fn(rewards, diversity, size, rng) -> rows`` or a Strategy class.
+    ``on_columns(columns, size, rng) -> rows``: the same strategy over every maximised column (reward,
+    Div, the task's declared objectives), used when the pool carries any; without it a stateless
+    strategy ranks on reward and Div only, and a class decides for itself (``Pool.objectives``)."""
 
     def wrap(obj):
         if isinstance(obj, type):
             SELECTION_STRATEGIES[name] = obj
         else:
-            SELECTION_STRATEGIES[name] = lambda **_: _Stateless(obj)
+            SELECTION_STRATEGIES[name] = lambda **_: _Stateless(obj, on_columns)
         return obj
 
     return wrap
 
 
 class _Stateless:
-    def __init__(self, fn):
+    def __init__(self, fn, on_columns: Callable | None = None):
         self.fn = fn
+        self.on_columns = on_columns
 
     def select(self, pool: Pool, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         n = len(pool.rewards)
@@ -73,11 +99,13 @@ class _Stateless:
             raise ValueError(f"population size must be >= 0, got {size}")
         if n <= size:  # everything survives; no strategy needed
             rows = np.arange(n)
+        elif pool.n_extra and self.on_columns is not None:  # declared objectives: rank on every column
+            rows = np.asarray(self.on_columns(pool.columns(), size, rng), dtype=np.int64).reshape(-1)
         else:
             rows = np.asarray(self.fn(pool.rewards, pool.diversity, size, rng), dtype=np.int64).reshape(-1)
-            if len(rows) != size or len(np.unique(rows)) != size or rows.min(initial=0) < 0 or rows.max(initial=0) >= n:
-                raise RuntimeError(f"selection strategy {getattr(self.fn, '__name__', self.fn)!r} returned {rows.tolist()[:20]}"
-                                   f"; it must return {size} distinct rows in [0, {n})")
+        if n > size and (len(rows) != size or len(np.unique(rows)) != size or rows.min(initial=0) < 0 or rows.max(initial=0) >= n):
+            raise RuntimeError(f"selection strategy {getattr(self.fn, '__name__', self.fn)!r} returned {rows.tolist()[:20]}"
+                               f"; it must return {size} distinct rows in [0, {n})")
         return rows, pool.tag_array()[rows]
 
 
@@ -88,10 +116,12 @@ def make_strategy(name: str, **options) -> Strategy:
     return SELECTION_STRATEGIES[name](**options)
 
 
-def select(name: str, rewards: np.ndarray, diversity: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+def select(name: str, rewards: np.ndarray, diversity: np.ndarray, size: int, rng: np.random.Generator,
+           objectives: np.ndarray | None = None) -> np.ndarray:
     """One-shot selection by name: ``min(size, N)`` distinct row indices (for strategies that
-    need no history; a stateful one such as islands starts from its defaults)."""
-    pool = Pool(np.asarray(rewards, dtype=np.float64), np.asarray(diversity, dtype=np.float64))
+    need no history; a stateful one such as islands starts from its defaults). ``objectives``: the
+    declared objectives as maximised (rows, m) columns (population.objectives.oriented)."""
+    pool = Pool(np.asarray(rewards, dtype=np.float64), np.asarray(diversity, dtype=np.float64), objectives=objectives)
     return make_strategy(name).select(pool, size, rng)[0]
 
 
@@ -137,13 +167,35 @@ def nondominated_fronts(rewards: np.ndarray, diversity: np.ndarray, n_stop: int 
     return fronts if keep is None else [keep[f] for f in fronts]
 
 
-@register_strategy("nsga2")
-def nsga2(rewards, diversity, size, rng):
-    """Whole fronts while they fit; the front that does not fit keeps its largest crowding
-    distances (pymoo's, with extremes infinite), random among equals."""
-    F = -np.column_stack([rewards, diversity]).astype(np.float64)
-    chosen: list[int] = []  # the pool, not just P_t + children: P_{t+1} = NSGA-II(D), paper section 3
-    for front in nondominated_fronts(rewards, diversity, n_stop=size):
+def beaten_by_n_columns(columns: np.ndarray, n: int) -> np.ndarray:
+    """``beaten_by_n`` over any number of maximised columns: rows strictly below the q-th largest
+    value of every column while at least ``n`` rows reach all of them (the same argument holds)."""
+    total = len(columns)
+    q = 4 * n
+    while q < total:
+        cuts = np.array([np.partition(col, total - q)[total - q] for col in columns.T])
+        if np.count_nonzero((columns >= cuts).all(axis=1)) >= n:
+            return (columns < cuts).all(axis=1)
+        q *= 4
+    return np.zeros(total, dtype=bool)
+
+
+def fronts_of_columns(columns: np.ndarray, n_stop: int | None = None, prune_min_rows: int = PRUNE_MIN_ROWS) -> list[np.ndarray]:
+    """Pareto fronts of finite maximised columns, best first, as ``nondominated_fronts`` computes them for two."""
+    columns = np.asarray(columns, dtype=np.float64)
+    keep = None
+    if n_stop is not None and len(columns) >= prune_min_rows:
+        keep = np.flatnonzero(~beaten_by_n_columns(columns, n_stop))
+        columns = columns[keep]
+    fronts = [np.asarray(f, dtype=np.int64) for f in NonDominatedSorting().do(-columns, n_stop_if_ranked=n_stop)]
+    return fronts if keep is None else [keep[f] for f in fronts]
+
+
+def _by_fronts(fronts: list[np.ndarray], F: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """Whole fronts while they fit; the front that does not fit keeps its largest crowding distances
+    (pymoo's on the minimised ``F``, with extremes infinite), random among equals."""
+    chosen: list[int] = []
+    for front in fronts:
         if len(chosen) == size:
             break
         if len(chosen) + len(front) <= size:
@@ -154,7 +206,22 @@ def nsga2(rewards, diversity, size, rng):
         order = np.lexsort([tiebreak, -crowding])  # largest crowding first, random among equals
         chosen.extend(front[order[: size - len(chosen)]].tolist())
         break
-    return np.array(chosen)
+    return np.array(chosen, dtype=np.int64)
+
+
+def nsga2_columns(columns: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``nsga2`` over (reward, Div, declared objectives). A missing objective value (-inf) is put below
+    its column's finite values first (population.objectives.finite_columns)."""
+    columns = finite_columns(columns)
+    return _by_fronts(fronts_of_columns(columns, n_stop=size), -columns, size, rng)
+
+
+@register_strategy("nsga2", on_columns=nsga2_columns)
+def nsga2(rewards, diversity, size, rng):
+    """NSGA-II on (reward, Div), both maximised. The pool, not just P_t + children: P_{t+1} = NSGA-II(D),
+    paper section 3."""
+    F = -np.column_stack([rewards, diversity]).astype(np.float64)
+    return _by_fronts(nondominated_fronts(rewards, diversity, n_stop=size), F, size, rng)
 
 
 @register_strategy("top_score")

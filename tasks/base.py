@@ -66,6 +66,11 @@ Optional task.yaml keys (all checked at load time):
   so far to count as a new best (``Task.improves``: the epoch metrics' ``new_best_frac``, the report).
   A child that differs from the best only in the last floating-point digits is no improvement; a
   task whose reward is noisy or rounded (a fitted model's score) states a larger one.
+* ``objectives``: extra objectives selection ranks on besides reward and Div, a list of
+  ``{metric: NAME, goal: max|min}``: NAME is a metric the verifier returns with every verdict, or
+  ``eval_time_s`` (the evaluation's wall time, which every evaluated program has); at most once each,
+  neither ``reward`` nor ``diversity``. Only ``selection.strategy: nsga2`` uses them; a child missing
+  the metric, or with a non-finite value, is the worst on it (population/objectives.py, docs/population.md).
 * ``warm_start_mutations``: extra kinds of synthetic edit for the warm start (train.warm_start.data),
   besides its numeric and line changes. ``terms``: a sum of fitted terms (``x[:, 0] * params[0] + ...``)
   gains one, for tasks whose program is a model with coefficients the harness fits.
@@ -112,6 +117,15 @@ def invalid(feedback: str, **metrics: float) -> Verdict:
 
 
 @dataclass(frozen=True)
+class Objective:
+    """An objective the task declares (task.yaml ``objectives``): selection maximises or minimises
+    this metric of every child beside reward and Div (population/objectives.py reads its values)."""
+
+    metric: str  # a key of the verifier's metrics, or eval_time_s (the evaluation's wall time)
+    goal: str  # "max" or "min"
+
+
+@dataclass(frozen=True)
 class Task:
     name: str
     description: str
@@ -134,6 +148,7 @@ class Task:
     warm_start_mutations: tuple[str, ...] = ()  # extra warm-start edit kinds (train.warm_start.data.EXTRA)
     starter_reaches_best_known: str | None = None  # why the starter may score best_known (task.yaml)
     improvement_tolerance: float = IMPROVEMENT_TOLERANCE  # relative margin of a new best (task.yaml)
+    objectives: tuple[Objective, ...] = ()  # declared objectives beside reward and Div (task.yaml)
 
     def improves(self, reward: float, best: float | None) -> bool:
         """Whether ``reward`` beats ``best`` by more than the task's relative tolerance (None: anything does)."""
@@ -228,7 +243,12 @@ _OPTIONAL: dict[str, tuple[tuple[type, ...], Callable[[Any], bool], str]] = {
                                    "a sentence (5 words or more) saying why the starter scores best_known"),
     "improvement_tolerance": ((int, float), lambda v: 0 <= v < 1,
                               "a relative margin >= 0 and < 1 (e.g. 1e-9): what a reward must beat the best by to count"),
+    # each entry is checked by _objectives, which names the entry and the problem
+    "objectives": ((list,), lambda v: True, "a list of {metric: NAME, goal: max|min} mappings"),
 }
+OBJECTIVE_GOALS = ("max", "min")  # population.objectives.GOALS (tasks/ imports no population module)
+OBJECTIVE_KEYS = ("metric", "goal")
+RESERVED_METRICS = ("reward", "diversity")  # selected on always, so never declared
 _TOGETHER = (("harness", "harness_entry"), ("cascade_entry", "cascade_timeout_s"))
 _FILES = ("description.md", "initial_program.py", "verifier.py")
 MAX_DATA_BYTES = 16 << 20  # per data file: they are copied for every evaluation
@@ -272,9 +292,40 @@ def _read_spec(folder: Path) -> dict:
         if "cascade_timeout_s" in spec and limit in spec and spec["cascade_timeout_s"] >= spec[limit]:
             raise ValueError(f"{path}: 'cascade_timeout_s' ({spec['cascade_timeout_s']}) must be below '{limit}' "
                              f"({spec[limit]}): stage 1 is the cheap check")
+    _objectives(path, spec.get("objectives", []))
     if spec["name"] != folder.name:
         raise ValueError(f"{path}: name '{spec['name']}' must match the folder name '{folder.name}'")
     return spec
+
+
+def _objectives(path: Path, entries: list) -> tuple[Objective, ...]:
+    """task.yaml ``objectives`` checked entry by entry, each problem one line naming the entry."""
+    out: list[Objective] = []
+    for k, entry in enumerate(entries):
+        at = f"{path}: objectives[{k}]"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{at} must be a mapping {{metric: NAME, goal: max|min}}, got {entry!r}")
+        for key in entry:
+            if key not in OBJECTIVE_KEYS:
+                near = difflib.get_close_matches(str(key), OBJECTIVE_KEYS, n=1, cutoff=0.6)
+                hint = f" Did you mean '{near[0]}'?" if near else ""
+                raise ValueError(f"{at}: unknown key '{key}'.{hint} An objective has only 'metric' and 'goal'")
+        for key in OBJECTIVE_KEYS:
+            if key not in entry:
+                raise ValueError(f"{at}: missing key '{key}' (an objective is {{metric: NAME, goal: max|min}})")
+        metric, goal = entry["metric"], entry["goal"]
+        if not isinstance(metric, str) or not metric.strip() or metric != metric.strip():
+            raise ValueError(f"{at}: 'metric' must be a non-empty string without surrounding spaces (a key of the "
+                             f"verifier's metrics, or eval_time_s), got {metric!r}")
+        if metric in RESERVED_METRICS:
+            raise ValueError(f"{at}: '{metric}' is always an objective (reward and diversity are); declare only "
+                             "other metrics")
+        if not isinstance(goal, str) or goal not in OBJECTIVE_GOALS:
+            raise ValueError(f"{at}: 'goal' must be 'max' or 'min', got {goal!r}")
+        if any(o.metric == metric for o in out):
+            raise ValueError(f"{path}: objectives: metric '{metric}' is declared twice")
+        out.append(Objective(metric, goal))
+    return tuple(out)
 
 
 def _defined_functions(path: Path, source: str) -> set[str]:
@@ -354,6 +405,12 @@ def own_timeout_s(name: str, scale: str = "paper") -> float:
     return float(spec["cpu_timeout_s"] if scale == "cpu" and "cpu_timeout_s" in spec else spec["timeout_s"])
 
 
+def task_objectives(name: str) -> tuple[Objective, ...]:
+    """The task's declared objectives (task.yaml alone: no verifier is imported), for readers of a run."""
+    folder = _task_folder(name)
+    return _objectives(folder / "task.yaml", _read_spec(folder).get("objectives", []))
+
+
 def load_task(name: str) -> Task:
     folder = _task_folder(name)
     spec = _read_spec(folder)
@@ -384,4 +441,5 @@ def load_task(name: str) -> Task:
         warm_start_mutations=tuple(spec.get("warm_start_mutations", ())),
         starter_reaches_best_known=spec.get("starter_reaches_best_known"),
         improvement_tolerance=float(spec.get("improvement_tolerance", IMPROVEMENT_TOLERANCE)),
+        objectives=_objectives(folder / "task.yaml", spec.get("objectives", [])),
     )

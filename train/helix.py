@@ -142,19 +142,35 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _train(cfg: HelixConfig, stem: str, resume: Path | None, command_line: bool) -> int:
-    """The run itself, every way it can end as one line and an exit code (0, 1, 2 or 130)."""
+def execute(cfg: HelixConfig, stem: str, resume: Path | None, command_line: bool = False) -> Path | None:
+    """The run in its process group, with Ctrl-C's handling: the checkpoint in flight is finished, output after
+    it goes to library.log, one stop line says how to resume, and KeyboardInterrupt goes on up. Errors propagate
+    as they are: the Python API (train.api) raises them, ``main`` turns them into exit codes. Returns the run
+    directory (rank 0; None elsewhere)."""
     info = init_distributed(single_process_group=needs_process_group(cfg.trainer.strategy, cfg.trainer.enabled))
     guard = InterruptGuard(lambda: Path(cfg.run.output_dir) / cfg.run.name / "library.log" if cfg.run.name else None)
     try:
         with guard:
-            run(cfg, stem, info, resume=resume)
-    except KeyboardInterrupt:  # Ctrl-C: the checkpoint in flight was finished (HelixRun.train); one line, no traceback
+            return run(cfg, stem, info, resume=resume)
+    except KeyboardInterrupt:
         guard.divert()
         if info.is_main:
             guard.say(f"helix: {_stop_message(cfg, 'interrupted')}")
         if not command_line:
             guard.restore()
+        raise
+    finally:
+        # What the run left in reference cycles (a DDP/FSDP/DeepSpeed model with hooks on the group)
+        # is freed while the group exists, not by the interpreter's teardown after it is destroyed.
+        gc.collect()
+        shutdown(info)
+
+
+def _train(cfg: HelixConfig, stem: str, resume: Path | None, command_line: bool) -> int:
+    """The run itself, every way it can end as one line and an exit code (0, 1, 2 or 130)."""
+    try:
+        execute(cfg, stem, resume, command_line)
+    except KeyboardInterrupt:  # the stop line is out (execute); no traceback
         return 130
     except ConfigError as err:
         print(f"helix: config error: {err}", file=sys.stderr)
@@ -168,11 +184,6 @@ def _train(cfg: HelixConfig, stem: str, resume: Path | None, command_line: bool)
     except ClusterLost as err:  # task.eval_backend=ray: the cluster went away mid-run (archive, run dir closed)
         print(f"helix: error: {_stop_message(cfg, err.event, err.detail, before_run=str(err))}", file=sys.stderr)
         return 1
-    finally:
-        # What the run left in reference cycles (a DDP/FSDP/DeepSpeed model with hooks on the group)
-        # is freed while the group exists, not by the interpreter's teardown after it is destroyed.
-        gc.collect()
-        shutdown(info)
     return 0
 
 

@@ -9,8 +9,9 @@ inputs with the learner's model loading; the config (train/config/) composes the
 with the code reading them (the learner's, the warm start's); the reading room (train/runs/) reads
 what runs wrote and imports no part of the run (tests/docs/test_import_paths.py says what else it may use);
 the run (train/loop/) stands on its config and the learner and imports neither the commands nor the
-reading room; the commands (train/commands/) stand on everything. Only the entry points
-(train/helix.py, ``python -m train.warm_start``), the commands and scripts/ import the run."""
+reading room; the commands (train/commands/) stand on everything, and the Python API (train/api/) on
+them and the entry point. Only the entry points (train/helix.py, ``python -m train.warm_start``), the
+commands, the API and scripts/ import the run."""
 
 import ast
 from pathlib import Path
@@ -22,7 +23,7 @@ ALLOWED = {"train": {"rollout", "population", "rewards", "tasks"}, "rollout": {"
            "population": set(), "rewards": set(), "tasks": set()}
 
 
-ROOMS = ("train.learner", "train.warm_start", "train.config", "train.runs", "train.loop", "train.commands")
+ROOMS = ("train.learner", "train.warm_start", "train.config", "train.runs", "train.loop", "train.commands", "train.api")
 # The command lines: they may import any room (``python -m train.warm_start`` is the warm-start command's).
 ENTRY_POINTS = {"train.helix", "train.warm_start.__main__"}
 # Which other rooms each room may import: every arrow points down this table.
@@ -33,6 +34,8 @@ ROOM_IMPORTS = {
     "train.runs": {"train.learner"},
     "train.loop": {"train.learner", "train.config"},  # a model path in, no warm start, no command, no report
     "train.commands": {"train.learner", "train.warm_start", "train.config", "train.runs", "train.loop"},
+    # HELIX from Python: the command line's steps (train.helix, the task check) and the reading room, as functions
+    "train.api": {"train.learner", "train.warm_start", "train.config", "train.runs", "train.loop", "train.commands"},
 }
 
 

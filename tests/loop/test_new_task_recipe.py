@@ -16,6 +16,7 @@ import pytest
 
 from tasks.base import TASKS_DIR
 from tests.helpers.env import child_env
+from tests.helpers.small_task import VERIFIER
 from train.config.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,19 +35,6 @@ def solve():
     x = 0.3
     return [float(np.clip(x, 0.0, 1.0))]
 # EVOLVE-BLOCK-END
-'''
-VERIFIER = '''import math
-
-from tasks.base import Verdict, invalid
-
-
-def verify(returned):
-    if not isinstance(returned, list) or len(returned) != 1:
-        return invalid("expected [x]")
-    x = returned[0]
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or not 0 <= x <= 1:
-        return invalid("x must be a finite number in [0, 1]")
-    return Verdict(x * (1 - x), True, f"x (1 - x) = {x * (1 - x):.6f}", {"x": float(x)})
 '''
 BROKEN = [  # (file, old, new, what the one line says)
     ("verifier.py", "def verify(returned):", "def verify(returned)", "syntax error"),

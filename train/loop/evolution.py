@@ -7,11 +7,15 @@ edits failed or changed nothing (and, under ``evolution.repeats: zero``, repeats
 program) are archived with their lineage and feedback, but they are no new program, so they
 neither join the pool nor pull their parent's diversity to 0; nor do the children the novelty gate
 holds back (``novelty_gate``, train/loop/novelty.py). ``population``
-is P_t: one row per slot, the pool row's archive id and the slot's tag.
+is P_t: one row per slot, the pool row's archive id and the slot's tag. Where the task declares
+objectives (task.yaml ``objectives``), ``objective_values`` holds each pool row's raw value of
+each (NaN where the child has none), oriented for selection only when it selects
+(population/objectives.py), so a checkpoint stores what the children reported.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +25,7 @@ from population.archive import Archive
 from population.child import Child
 from population.embedding import Embedder
 from population.knn_index import make_knn_index
+from population.objectives import oriented, raw_values
 from population.pairing import choose_mate, choose_shots
 from population.sampling import sample_parents
 from population.selection import Pool, make_strategy
@@ -32,6 +37,8 @@ SLOTS = np.dtype([("id", np.int64), ("tag", np.int64)])
 # Checkpoint keys of the table columns (kept from the earlier parallel lists: old checkpoints load).
 _COLUMNS = {"pool_ids": ("pool", "id"), "pool_rewards": ("pool", "reward"), "pool_valid": ("pool", "valid"),
             "pool_tags": ("pool", "tag"), "pop_ids": ("population", "id"), "pop_tags": ("population", "tag")}
+# Checkpoint keys of the declared objectives' values (written only for a task that declares any).
+OBJECTIVE_VALUES, OBJECTIVE_NAMES = "pool_objectives", "pool_objective_names"
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,8 @@ class Evolution:
         self.strategy = make_strategy(cfg.selection.strategy, n_islands=cfg.selection.n_islands,
                                       reset_every=cfg.selection.reset_every)
         self.pool = np.zeros(0, POOL)  # one row per program child (= kNN index row)
+        self.objectives = tuple(getattr(task, "objectives", ()))  # tasks.base.Objective, task.yaml order
+        self.objective_values = np.zeros((0, len(self.objectives)))  # raw value per pool row and objective
         self.population = np.zeros(0, SLOTS)  # P_t, one row per slot
         self.embedded_last = 0
         # Code hash of every program archived -> the first id with it. A dict beside the archive's
@@ -76,7 +85,27 @@ class Evolution:
         if hasattr(self.strategy, "state_dict"):
             state.update({f"strategy/{k}": v for k, v in self.strategy.state_dict().items()})
         state["archive/max_id"] = np.asarray(self.archive.max_id())
+        if self.objectives:
+            state[OBJECTIVE_VALUES] = self.objective_values.copy()
+            state[OBJECTIVE_NAMES] = np.array(self._objective_names(), dtype=np.str_)
         return state
+
+    def _objective_names(self) -> list[str]:
+        return [o.metric for o in self.objectives]
+
+    def _load_objective_values(self, state: dict[str, np.ndarray]) -> np.ndarray:
+        """The checkpoint's values where it holds the task's objectives; else (a checkpoint from before
+        them, or task.yaml's objectives changed since) read again from the archive, which stores every
+        child's metrics and eval_time_s: the same numbers, so selection is the same."""
+        names = self._objective_names()
+        if OBJECTIVE_NAMES in state and [str(n) for n in state[OBJECTIVE_NAMES].tolist()] == names:
+            return np.array(state[OBJECTIVE_VALUES], dtype=np.float64).reshape(len(self.pool), len(names))
+        if not names:
+            return np.zeros((len(self.pool), 0))
+        ids = self.pool["id"].tolist()
+        metrics, seconds = self.archive._many("metrics", ids), self.archive._many("eval_time_s", ids)
+        print(f"[helix] resume: the checkpoint holds no values of the objectives {names}; read from the archive", flush=True)
+        return raw_values([(json.loads(metrics[i] or "{}"), seconds[i]) for i in ids], names)
 
     def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
         epoch = int(state["archive/epoch"])
@@ -88,6 +117,7 @@ class Evolution:
         self.population = np.zeros(len(state["pop_ids"]), SLOTS)
         for key, (table, column) in _COLUMNS.items():
             getattr(self, table)[column] = state[key]
+        self.objective_values = self._load_objective_values(state)
         self.known = self.archive.program_hashes()
         self.index.load_state_dict({k.split("/", 1)[1]: v for k, v in state.items() if k.startswith("index/")})
         if hasattr(self.strategy, "load_state_dict"):
@@ -101,12 +131,15 @@ class Evolution:
         (root,) = self.archive.add_many([dict(
             parent_id=None, epoch=0, code=self.task.initial_program, reward=result.reward, valid=result.valid,
             feedback=result.feedback, metrics=result.metrics, eval_time_s=result.eval_time_s, prompt_id=None, completion=None)])
-        self._index([root], [self.task.initial_program], np.array([(root, result.reward, result.valid, -1)], POOL))
+        self._index([root], [self.task.initial_program], np.array([(root, result.reward, result.valid, -1)], POOL),
+                    raw_values([(result.metrics, result.eval_time_s)], self._objective_names()))
         self.select(0, np.random.default_rng([self.cfg.run.seed, 0]))
         print(f"[helix] initial program: reward {result.reward:.6g} ({result.status}); {result.feedback[:200]}", flush=True)
 
-    def _index(self, ids: list[int], codes: list[str], rows: np.ndarray, fresh: dict[str, np.ndarray] | None = None) -> None:
-        """``fresh``: embeddings the novelty gate already made, by code hash: taken as they are."""
+    def _index(self, ids: list[int], codes: list[str], rows: np.ndarray, values: np.ndarray,
+               fresh: dict[str, np.ndarray] | None = None) -> None:
+        """``values``: the rows' raw objective values. ``fresh``: embeddings the novelty gate already
+        made, by code hash: taken as they are."""
         lookup = self.archive.cached_embedding
         if fresh:
             def lookup(h: str) -> np.ndarray | None:
@@ -117,6 +150,7 @@ class Evolution:
             self.known.setdefault(h, sid)
         self.index.add(emb)
         self.pool = np.concatenate([self.pool, rows])
+        self.objective_values = np.concatenate([self.objective_values, values])
 
     def archived(self, code: str) -> int | None:
         """The archive id of a program with this code (up to layout and comments, as the embedding
@@ -133,12 +167,14 @@ class Evolution:
         parents = dict(zip(ids, self.archive.get_embeddings(ids))) if ids else {}
         return NoveltyGate(threshold, self.embedder, self.index, self.pool["id"], self.pool["reward"], parents)
 
-    def sample_parents(self, rng: np.random.Generator) -> list[Parent]:
+    def sample_parents(self, rng: np.random.Generator, count: int | None = None) -> list[Parent]:
+        """``count`` parents from P_t (default trainer.prompts_per_epoch, B)."""
         ids = self.population["id"].tolist()
+        count = self.cfg.trainer.prompts_per_epoch if count is None else count
         if not self.cfg.population.enabled:
-            return [Parent(self.archive.get(ids[0]), -1) for _ in range(self.cfg.trainer.prompts_per_epoch)]
+            return [Parent(self.archive.get(ids[0]), -1) for _ in range(count)]
         rewards = self.archive.rewards(ids)
-        slots = sample_parents(rewards, self.cfg.trainer.prompts_per_epoch, rng, mode=self.cfg.population.parent_sampling)
+        slots = sample_parents(rewards, count, rng, mode=self.cfg.population.parent_sampling)
         return [Parent(self.archive.get(ids[s]), int(self.population["tag"][s])) for s in slots]
 
     def mate(self, parent_id: int, tag: int):
@@ -162,16 +198,19 @@ class Evolution:
             rows = np.array([(ids[i], children[i].reward, children[i].valid, children[i].tag) for i in keep], POOL)
             fresh = {self.embedder.code_hash(children[i].code): children[i].embedding for i in keep
                      if children[i].embedding is not None}
-            self._index([ids[i] for i in keep], [children[i].code for i in keep], rows, fresh)
+            values = raw_values([(children[i].metrics, children[i].eval_time_s) for i in keep], self._objective_names())
+            self._index([ids[i] for i in keep], [children[i].code for i in keep], rows, values, fresh)
         return ids
 
     def select(self, epoch: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """P_{t+1} = strategy(D) on (reward, Div). Returns Div of every pool row and the survivors' rows."""
+        """P_{t+1} = strategy(D) on (reward, Div) and the task's declared objectives (only nsga2 ranks on
+        those). Returns Div of every pool row and the survivors' rows."""
         diversity = self.index.diversity()
         rows = np.arange(len(self.pool))
         if not self.cfg.selection.include_invalid and self.pool["valid"].any():
             rows = rows[self.pool["valid"]]
-        pool = Pool(self.pool["reward"][rows], diversity[rows], self.pool["tag"][rows], epoch)
+        extra = oriented(self.objective_values[rows], [o.goal for o in self.objectives]) if self.objectives else None
+        pool = Pool(self.pool["reward"][rows], diversity[rows], self.pool["tag"][rows], epoch, objectives=extra)
         if self.cfg.population.enabled:
             chosen, tags = self.strategy.select(pool, self.cfg.population.size, rng)
             chosen = rows[chosen]

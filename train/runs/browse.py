@@ -303,6 +303,8 @@ def group(run: rd.RunData, arch: ReadOnlyArchive, sol) -> dict:
         note = "trainer.enabled is false: no GRPO step used these rewards"
     elif not recorded:
         note = ADVANTAGES_MISSING
+    elif any(i.get("dropped") for i in inputs):  # trainer.dynamic_sampling: archived, not trained on
+        note = next(i["dropped"] for i in inputs if i.get("dropped"))
     return dict(members=rows, note=note, prompt=prefix[:-2], recorded=recorded, estimator=estimator)
 
 
@@ -353,22 +355,51 @@ def has_renderer(task: str) -> bool:
     return task in available_tasks() and (load_task(task).folder / "render.py").is_file()
 
 
+BUILTIN_OBJECTIVES = [dict(name="reward", goal="max", label="reward"), dict(name="diversity", goal="max", label="Div (eq. 6)")]
+
+
+def declared_objectives(task: str | None) -> list[dict]:
+    """The objectives the run's task declares in its task.yaml as it is now (none for a task that is
+    gone or whose task.yaml does not load: the population view then offers reward and Div)."""
+    from tasks.base import task_objectives
+
+    try:
+        return [dict(name=o.metric, goal=o.goal, label=f"{o.metric} ({o.goal})") for o in task_objectives(task)] if task else []
+    except ValueError:
+        return []
+
+
 def population(path: Path, epoch: int | None) -> dict:
     """One epoch's population: each member's reward and Div, the Pareto front, and which members
-    the next epoch's prompts showed as parents; the epochs there are (for the slider)."""
+    the next epoch's prompts showed as parents; the epochs there are (for the slider). ``objectives``:
+    what the view may plot, reward, Div and the task's declared ones; each member's ``values`` has one
+    number (None: missing) per objective. With declared objectives the front is that of all of them,
+    a missing value the worst (population/objectives.py), as selection ranks them."""
     run = rd.load_run(path)
+    declared = declared_objectives(rd.cfg_get(run.config, "task", "name"))
+    objectives = BUILTIN_OBJECTIVES + declared
     with _archive(path) as arch:
         epochs = arch.population_epochs()
         if not epochs:
-            return dict(epochs=[], epoch=None, members=[], source="unavailable")
+            return dict(epochs=[], epoch=None, members=[], source="unavailable", objectives=objectives)
         epoch = epochs[-1] if epoch is None or epoch not in epochs else epoch
         pts = rd.population_at(arch, epoch, int(rd.cfg_get(run.config, "population", "knn_k", rd.DEFAULT_KNN_K)))
         parents = arch.parents_of_epoch(epoch + 1, pts.ids)
         valid = arch._many("valid", pts.ids) if pts.ids else {}
+        extra = rd.objective_values(arch, pts.ids, [o["name"] for o in declared])
         front = set(pts.front.tolist())
-        members = [dict(id=i, reward=_num(r), diversity=_num(d), front=k in front, parent=i in parents, valid=bool(valid[i]))
-                   for k, (i, r, d) in enumerate(zip(pts.ids, pts.rewards.tolist(), pts.diversity.tolist()))]
-        return dict(epochs=epochs, epoch=epoch, members=members, source=pts.source, next_epoch_logged=bool(parents))
+        if declared:
+            from population.objectives import oriented
+
+            columns = np.column_stack([pts.rewards, pts.diversity, oriented(extra, [o["goal"] for o in declared])])
+            front = set(rd.pareto_front_of(columns).tolist())
+        members = []
+        for k, (i, r, d) in enumerate(zip(pts.ids, pts.rewards.tolist(), pts.diversity.tolist())):
+            values = dict(reward=_num(r), diversity=_num(d)) | {o["name"]: _num(v) for o, v in zip(declared, extra[k].tolist())}
+            members.append(dict(id=i, reward=_num(r), diversity=_num(d), front=k in front, parent=i in parents,
+                                valid=bool(valid[i]), values=values))
+        return dict(epochs=epochs, epoch=epoch, members=members, source=pts.source, next_epoch_logged=bool(parents),
+                    objectives=objectives)
 
 
 _CURVES: dict = {}  # (archive, newest id, count, k) -> ablation.curves_of, until the archive grows

@@ -182,6 +182,30 @@ def pareto_front(rewards: np.ndarray, diversity: np.ndarray) -> np.ndarray:
     return np.sort(ok[nondominated_fronts(rewards[ok], diversity[ok])[0]])
 
 
+def pareto_front_of(columns: np.ndarray) -> np.ndarray:
+    """Indices of the non-dominated rows of maximised columns: reward, Div, then the task's declared
+    objectives as selection orients them (population.objectives.oriented: -inf = missing, the worst).
+    Rows whose reward or Div is not finite are excluded, as in ``pareto_front``."""
+    from population.objectives import finite_columns
+    from population.selection import fronts_of_columns
+
+    columns = np.asarray(columns, np.float64)
+    ok = np.flatnonzero(np.isfinite(columns[:, :2]).all(axis=1))
+    if not len(ok):
+        return np.zeros(0, dtype=np.int64)
+    return np.sort(ok[fronts_of_columns(finite_columns(columns[ok]))[0]])
+
+
+def objective_values(arch: ReadOnlyArchive, ids: list[int], metrics: list[str]) -> np.ndarray:
+    """(len(ids), len(metrics)) raw values of declared objectives as the archive stores them (NaN: none)."""
+    from population.objectives import raw_values
+
+    if not ids or not metrics:
+        return np.full((len(ids), len(metrics)), math.nan)
+    found, seconds = arch._many("metrics", ids), arch._many("eval_time_s", ids)
+    return raw_values([(json.loads(found[i] or "{}"), seconds[i]) for i in ids], metrics)
+
+
 @dataclass(frozen=True)
 class PopulationPoints:
     epoch: int
