@@ -174,6 +174,19 @@ def test_the_warm_start_key_changes_only_when_it_teaches_another_operator(tmp_pa
     assert key({"edit": 0.8, "rewrite": 0.2}) != key({"edit": 0.8, "crossover": 0.2})
 
 
+def test_the_key_names_the_tasks_as_resolved_not_as_written(tmp_path):
+    """warm_start.tasks naming the run's own task is the default warm start (one cache, not two); several
+    tasks are keyed in their order, however they are spaced."""
+    from train.warm_start.build import cache_key
+
+    default = cache_key(_inputs(tmp_path))  # the run's task: circle_packing_26
+    assert cache_key(_inputs(tmp_path, tasks="circle_packing_26")) == default
+    both = cache_key(_inputs(tmp_path, tasks="circle_packing_26,keane_bump_10"))
+    assert both not in (default, cache_key(_inputs(tmp_path, tasks="keane_bump_10")))
+    assert cache_key(_inputs(tmp_path, tasks="circle_packing_26, keane_bump_10")) == both
+    assert cache_key(_inputs(tmp_path, tasks="keane_bump_10,circle_packing_26")) != both
+
+
 def test_mixed_operator_examples_show_each_operators_prompt_and_answer(tmp_path, tokenizer):
     from train.warm_start.build import make_examples
 

@@ -116,6 +116,9 @@ def cache_key(inputs: WarmStartInputs) -> str:
     recipe = asdict(inputs.recipe) | {"dtype": autocast_dtype(inputs.recipe.dtype)}  # the weights depend on the resolved one
     if not recipe["lora_rank"]:  # full fine-tunes keep the keys (and caches) they had before LoRA was an option
         del recipe["lora_rank"]
+    # The tasks as resolved, not as written: warm_start.tasks naming one task is that task's own warm start
+    # (keyed by its starter below), whichever run asks for it; "a, b" and "a,b" are one recipe.
+    recipe["tasks"] = "" if len(inputs.tasks) == 1 else ",".join(inputs.tasks)
     parts = {"version": RECIPE_VERSION, "base": inputs.base, "recipe": recipe,
              "prompt": [inputs.max_prompt_tokens, inputs.n_ancestors, inputs.timeout_s]}
     if _operators(inputs) != ["edit"]:  # the edit-only default keeps the keys (and caches) it always had
