@@ -58,6 +58,7 @@ def _weights(run: Path) -> dict[str, np.ndarray]:
 
 
 # ---- run -----------------------------------------------------------------------------------------
+@pytest.mark.slow  # whole runs, two and three of them
 def test_a_run_from_python_is_the_command_line_run_seed_for_seed(tmp_path, scripted):
     assert main(["--config", QUICK, *SCRIPTED, f"run.output_dir={tmp_path}", "run.name=cli"]) == 0
     result = helix.run(QUICK, [*SCRIPTED, f"run.output_dir={tmp_path}", "run.name=py"], progress=False)
@@ -104,6 +105,7 @@ def test_errors_are_exceptions_with_the_command_lines_lines(tmp_path, capsys):
     assert not any(tmp_path.iterdir())  # no run directory was made by any of them
 
 
+@pytest.mark.slow  # whole runs, two and three of them
 def test_a_ctrl_c_from_python_raises_and_the_run_resumes_to_the_uninterrupted_state(tmp_path, scripted, monkeypatch, capfd):
     ref = helix.run(QUICK, [*SCRIPTED, f"run.output_dir={tmp_path}", "run.name=ref"], progress=False)
     real = HelixRun.archive_and_select
