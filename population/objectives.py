@@ -13,6 +13,7 @@ pymoo's sorting and crowding distance need finite numbers; the order, hence ever
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 from collections.abc import Mapping, Sequence
@@ -41,6 +42,15 @@ def raw_values(rows: Sequence[tuple[Mapping, float]], metrics: Sequence[str]) ->
         for j, metric in enumerate(metrics):
             out[i, j] = raw_value(found, seconds, metric)
     return out
+
+
+def archived_values(archive, ids: Sequence[int], metrics: Sequence[str]) -> np.ndarray:
+    """``raw_values`` of archived solutions (population.archive: every child's metrics and eval_time_s are
+    stored), for a resumed pool or a run browser's plot; NaN where missing."""
+    if not len(ids) or not metrics:
+        return np.full((len(ids), len(metrics)), math.nan)
+    found, seconds = archive._many("metrics", ids), archive._many("eval_time_s", ids)
+    return raw_values([(json.loads(found[i] or "{}"), seconds[i]) for i in ids], metrics)
 
 
 def oriented(values: np.ndarray, goals: Sequence[str]) -> np.ndarray:

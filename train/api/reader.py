@@ -81,8 +81,9 @@ class Run:
 
     def best(self) -> SolutionView | None:
         """The best valid solution (None before the archive holds one)."""
-        best = browse.overview(self.path)["best"]
-        return None if best is None else self.solution(best["id"])
+        with ReadOnlyArchive(self.path / "archive.sqlite") as arch:
+            best = arch.best()
+        return None if best is None else self.solution(best.id)
 
     def lineage(self, sid: int, n: int = 50) -> list[int]:
         """Ancestor ids of ``sid``, nearest first (at most ``n``)."""

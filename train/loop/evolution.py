@@ -15,7 +15,6 @@ each (NaN where the child has none), oriented for selection only when it selects
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from population.archive import Archive
 from population.child import Child
 from population.embedding import Embedder
 from population.knn_index import make_knn_index
-from population.objectives import oriented, raw_values
+from population.objectives import archived_values, oriented, raw_values
 from population.pairing import choose_mate, choose_shots
 from population.sampling import sample_parents
 from population.selection import Pool, make_strategy
@@ -102,10 +101,8 @@ class Evolution:
             return np.array(state[OBJECTIVE_VALUES], dtype=np.float64).reshape(len(self.pool), len(names))
         if not names:
             return np.zeros((len(self.pool), 0))
-        ids = self.pool["id"].tolist()
-        metrics, seconds = self.archive._many("metrics", ids), self.archive._many("eval_time_s", ids)
         print(f"[helix] resume: the checkpoint holds no values of the objectives {names}; read from the archive", flush=True)
-        return raw_values([(json.loads(metrics[i] or "{}"), seconds[i]) for i in ids], names)
+        return archived_values(self.archive, self.pool["id"].tolist(), names)
 
     def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
         epoch = int(state["archive/epoch"])

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from population.archive import ReadOnlyArchive
+from population.objectives import archived_values, oriented
 from train.runs import ablation
 from train.runs import run_data as rd
 
@@ -386,10 +387,9 @@ def population(path: Path, epoch: int | None) -> dict:
         pts = rd.population_at(arch, epoch, int(rd.cfg_get(run.config, "population", "knn_k", rd.DEFAULT_KNN_K)))
         parents = arch.parents_of_epoch(epoch + 1, pts.ids)
         valid = arch._many("valid", pts.ids) if pts.ids else {}
-        extra = rd.objective_values(arch, pts.ids, [o["name"] for o in declared])
+        extra = archived_values(arch, pts.ids, [o["name"] for o in declared])
         front = set(pts.front.tolist())
         if declared:
-            from population.objectives import oriented
 
             columns = np.column_stack([pts.rewards, pts.diversity, oriented(extra, [o["goal"] for o in declared])])
             front = set(rd.pareto_front_of(columns).tolist())

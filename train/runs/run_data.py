@@ -196,16 +196,6 @@ def pareto_front_of(columns: np.ndarray) -> np.ndarray:
     return np.sort(ok[fronts_of_columns(finite_columns(columns[ok]))[0]])
 
 
-def objective_values(arch: ReadOnlyArchive, ids: list[int], metrics: list[str]) -> np.ndarray:
-    """(len(ids), len(metrics)) raw values of declared objectives as the archive stores them (NaN: none)."""
-    from population.objectives import raw_values
-
-    if not ids or not metrics:
-        return np.full((len(ids), len(metrics)), math.nan)
-    found, seconds = arch._many("metrics", ids), arch._many("eval_time_s", ids)
-    return raw_values([(json.loads(found[i] or "{}"), seconds[i]) for i in ids], metrics)
-
-
 @dataclass(frozen=True)
 class PopulationPoints:
     epoch: int
