@@ -5,7 +5,9 @@ the process's resident set size (``/proc/self/statm``) every few milliseconds. T
 wrapped by name (the warm start, loading the policy, the learner, the engine, each epoch step, the
 export) so each sample is charged to the innermost step running. Prints one row per phase: RSS when
 it started, its peak, RSS when it ended (what it kept), and the process's high-water mark (VmHWM,
-what ``/usr/bin/time -v`` calls "Maximum resident set size").
+what ``/usr/bin/time -v`` calls "Maximum resident set size"). A warm start is built in a child
+process (train.warm_start.isolated), so its phases are not charged here: the last line gives the
+largest child's high-water mark (``getrusage(RUSAGE_CHILDREN)``), which is that build's peak.
 
     .venv/bin/python scripts/bench/bench_memory.py --config configs/quickstart.yaml trainer.epochs=2
     .venv/bin/python scripts/bench/bench_memory.py --json out.json --config configs/quickstart.yaml
@@ -20,6 +22,7 @@ import functools
 import importlib
 import json
 import os
+import resource
 import sys
 import threading
 import time
@@ -30,6 +33,7 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 # benchmark keeps working while code moves between modules.
 PHASES = [
     ("train.commands.warm_start", "resolve_policy", "warm start (found or built)"),
+    ("train.warm_start.isolated", "build_in_child", "warm start: build (child process)"),
     ("train.warm_start.build", "make_examples", "warm start: data (sandboxed mutants)"),
     ("train.warm_start.build", "train", "warm start: fine-tune"),
     ("train.learner.models", "load_policy", "load policy"),
@@ -141,7 +145,13 @@ def table(meter: PhaseMeter, peak: int) -> str:
         lines.append(f"{name:38s} {row['calls']:5d} {row['start'] / mib:10.0f} {row['peak'] / mib:9.0f} "
                      f"{row['end'] / mib:8.0f} {(row['peak'] - row['start']) / mib:7.0f} {row['seconds']:7.1f}")
     lines.append(f"process high-water mark (VmHWM): {peak / mib:.0f} MiB")
+    lines.append(f"largest child's high-water mark (a warm start built here): {children_peak() / mib:.0f} MiB")
     return "\n".join(lines)
+
+
+def children_peak() -> int:
+    """ru_maxrss of the largest child waited for (kB on Linux), in bytes."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table(meter, peak), flush=True)
     if args.json:
         rows = {k: {kk: vv for kk, vv in v.items() if not kk.startswith("_")} for k, v in meter.rows.items()}
-        args.json.write_text(json.dumps({"rows": rows, "vmhwm": peak, "wrapped": wrapped, "rc": rc}, indent=1))
+        args.json.write_text(json.dumps({"rows": rows, "vmhwm": peak, "children_peak": children_peak(),
+                                         "wrapped": wrapped, "rc": rc}, indent=1))
     return rc
 
 

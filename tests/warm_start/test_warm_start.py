@@ -234,10 +234,10 @@ def test_cached_prompt_loss_equals_the_plain_answer_nll(tiny_model):
 
 @pytest.mark.parametrize("per_pass", [1, 2, 3])
 def test_answers_in_passes_give_the_one_pass_loss_and_gradient(tiny_model, per_pass):
-    """warm_start.answers_per_pass: the prompt's cache is shared by every pass (computed once, copied for all
-    but the last), each pass adds its share of the token-weighted mean, so loss and gradient are the one-pass
-    ones (checked against the plain answer NLL by the test above); a cache consumed twice (no copy) would
-    shift the later passes' positions and fail this."""
+    """warm_start.answers_per_pass: the prompt's cache is shared by every pass (computed once, read only),
+    each pass adds its share of the token-weighted mean, so loss and gradient are the one-pass ones (checked
+    against the plain answer NLL by the test above); a cache that kept a pass's answers would shift the later
+    passes' positions and fail this."""
     import contextlib
 
     from train.warm_start.build import Example, accumulate_prompt
@@ -273,9 +273,14 @@ def _inputs(tmp_path, operators: dict | None = None, **ws):
 
 
 @pytest.mark.slow
-def test_a_warm_start_is_built_once_cached_and_keyed_by_its_recipe(tmp_path):
+def test_a_warm_start_is_built_once_cached_and_keyed_by_its_recipe(tmp_path, monkeypatch):
+    from train.warm_start import build
     from train.warm_start.build import ensure_warm_start, policy_source, warm_start_dir
 
+    def not_here(*args, **kwargs):
+        raise AssertionError("the fine-tune must run in the build's child process, not in the run's")
+
+    monkeypatch.setattr(build, "train", not_here)  # the spawned child imports its own, unpatched
     inputs = _inputs(tmp_path)
     out = ensure_warm_start(inputs, progress=False)
     summary = json.loads((out / "warm_start.json").read_text())

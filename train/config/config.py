@@ -183,4 +183,4 @@ def warm_start_inputs(cfg: HelixConfig) -> WarmStartInputs:
     tasks = tuple(t.strip() for t in cfg.warm_start.tasks.split(",") if t.strip()) or (cfg.task.name,)
     return WarmStartInputs(cfg.warm_start, cfg.model.policy, cfg.model.cache_dir, tasks, dict(cfg.evolution.operators),
                            cfg.rollout.description, cfg.rollout.max_prompt_tokens, cfg.rollout.n_ancestors,
-                           cfg.task.timeout_s, cfg.task.memory_mb, cfg.task.eval_workers)
+                           cfg.task.timeout_s, cfg.task.memory_mb, cfg.task.eval_workers, cfg.run.release_memory_every_s)

@@ -26,7 +26,6 @@ before the run's rank-0 evaluator exists, for tasks the run may not have, on thi
 from __future__ import annotations
 
 import contextlib
-import copy
 import fcntl
 import hashlib
 import json
@@ -39,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from train.warm_start.answer_loss import accumulate_prompt, checkpoint_layers
 from train.warm_start.config import WarmStartConfig, WarmStartInputs
 
 RECIPE_VERSION = 2  # bump when the data or training changes, so cached models are rebuilt
@@ -116,6 +116,7 @@ def cache_key(inputs: WarmStartInputs) -> str:
     recipe = asdict(inputs.recipe) | {"dtype": autocast_dtype(inputs.recipe.dtype)}  # the weights depend on the resolved one
     if not recipe["lora_rank"]:  # full fine-tunes keep the keys (and caches) they had before LoRA was an option
         del recipe["lora_rank"]
+    del recipe["gradient_checkpointing"]  # it changes no weight (bitwise), only the memory the fine-tune takes
     # The tasks as resolved, not as written: warm_start.tasks naming one task is that task's own warm start
     # (keyed by its starter below), whichever run asks for it; "a, b" and "a,b" are one recipe.
     recipe["tasks"] = "" if len(inputs.tasks) == 1 else ",".join(inputs.tasks)
@@ -139,8 +140,8 @@ def warm_start_dir(inputs: WarmStartInputs) -> Path:
 
 
 def ensure_warm_start(inputs: WarmStartInputs, rebuild: bool = False, progress: bool = True) -> Path:
-    """The cached warm-started model directory, built first if missing (one builder at a time:
-    the other torchrun ranks wait on a file lock and then find it)."""
+    """The cached warm-started model directory, built first if missing, in a child process (one builder
+    at a time: the other torchrun ranks wait on a file lock and then find it)."""
     out = warm_start_dir(inputs)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out.parent / f".{out.name}.lock", "w") as lock:
@@ -148,7 +149,9 @@ def ensure_warm_start(inputs: WarmStartInputs, rebuild: bool = False, progress: 
         if rebuild and out.exists():
             shutil.rmtree(out)
         if not (out / "config.json").is_file():
-            build(inputs, out, progress)
+            from train.warm_start.isolated import build_in_child
+
+            build_in_child(inputs, out, progress)  # its process's leftovers leave with it
     return out
 
 
@@ -253,58 +256,6 @@ def _crossover(evaluator, root: Program, parents: list, i: int):
     return mate, both, result
 
 
-def _prompt_cache(model, prompt_ids: list[int]):
-    """The key/value cache of all but the last prompt token, without gradient: the proof of concept's
-    recipe. Gradients flow through the answers' own computation, not back into the prompt's; that is an
-    approximation a supervised warm start can afford (the GRPO step, which must be exact, uses
-    train.learner.shared_prefix instead), and it costs about a third of the exact packed pass on a CPU,
-    whose attention has no fast kernel for a custom 4D mask."""
-    with torch.no_grad():
-        # Only the cache is used: logits for the last position alone, not the prompt's ~1,300 x 49k
-        # (a quarter of a GB and 7% of the step's FLOPs on SmolLM2, for nothing).
-        return model(input_ids=torch.tensor([prompt_ids[:-1]]), use_cache=True, logits_to_keep=1).past_key_values
-
-
-def _answers_nll(model, cache, batch_examples: list[Example], pad_id: int) -> torch.Tensor:
-    """Summed negative log-likelihood of the answer tokens of some of one prompt's examples, on
-    ``cache`` (``_prompt_cache`` of their prompt, consumed: it is repeated and extended in place)."""
-    prompt = batch_examples[0].prompt_ids
-    k, p = len(batch_examples), len(prompt) - 1  # the cache holds all but the last prompt token
-    width = max(len(e.answer_ids) for e in batch_examples)
-    cache.batch_repeat_interleave(k)
-    # Each row: the last prompt token (it predicts answer token 0), then the answer, right-padded.
-    ids = torch.full((k, width + 1), pad_id, dtype=torch.long)
-    ids[:, 0] = prompt[-1]
-    valid = torch.zeros((k, width), dtype=torch.bool)
-    for i, e in enumerate(batch_examples):
-        ids[i, 1 : 1 + len(e.answer_ids)] = torch.tensor(e.answer_ids)
-        valid[i, : len(e.answer_ids)] = True
-    attention = torch.cat([torch.ones((k, p + 1), dtype=torch.long), valid.long()], dim=1)
-    positions = torch.arange(p, p + width + 1).expand(k, width + 1)
-    logits = model(input_ids=ids, attention_mask=attention, position_ids=positions, past_key_values=cache,
-                   use_cache=True).logits[:, :-1].float()
-    logp = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
-    return -(logp * valid.float()).sum()
-
-
-def accumulate_prompt(model, group: list[Example], pad_id: int, per_pass: int, autocast) -> float:
-    """Backward of the mean negative log-likelihood of the answer tokens of one prompt's examples, in
-    passes of ``per_pass`` answers on one shared prompt cache: the activations of ``per_pass`` answers are
-    alive at a time, not of all of them (8 answers of 240 tokens held ~6 GB on SmolLM2), and the gradient
-    is the one pass's (``per_pass`` >= len(group)) up to float rounding. Returns the loss."""
-    total = sum(len(e.answer_ids) for e in group)
-    with autocast:
-        cache = _prompt_cache(model, group[0].prompt_ids)
-    loss = 0.0
-    parts = [group[i : i + per_pass] for i in range(0, len(group), per_pass)]
-    for i, part in enumerate(parts):
-        with autocast:  # the last pass takes the cache itself, earlier ones a copy (it is extended in place)
-            nll = _answers_nll(model, cache if i == len(parts) - 1 else copy.deepcopy(cache), part, pad_id) / total
-        nll.backward()
-        loss += nll.item()
-    return loss
-
-
 def lora_config(ws: WarmStartConfig):
     """The warm start's adapters: rank ``lora_rank`` on every linear layer, alpha = 2 x rank (peft's usual
     scale of 2), no dropout."""
@@ -327,7 +278,7 @@ def merged_policy(model, adapters, base: str, cache_dir: str | None):
 
 def train(model, examples: list[Example], ws: WarmStartConfig, pad_id: int, progress: bool = True) -> list[float]:
     """AdamW over the examples, one optimizer step per parent prompt (its answers share its cache, see
-    ``accumulate_prompt``)."""
+    train.warm_start.answer_loss)."""
     by_parent: dict[tuple[str, int], list[Example]] = {}
     for e in examples:
         by_parent.setdefault((e.task, e.parent), []).append(e)
@@ -338,6 +289,8 @@ def train(model, examples: list[Example], ws: WarmStartConfig, pad_id: int, prog
     steps = [groups[i] for _ in range(ws.epochs) for i in rng.permutation(len(groups))]
     losses = []
     model.train()
+    if ws.gradient_checkpointing:
+        checkpoint_layers(model)
     bar = steps
     if progress:
         from tqdm import tqdm
@@ -352,6 +305,8 @@ def train(model, examples: list[Example], ws: WarmStartConfig, pad_id: int, prog
         optimizer.zero_grad(set_to_none=True)
         if progress:
             bar.set_postfix(loss=f"{losses[-1]:.3f}")
+    if ws.gradient_checkpointing:
+        model.gradient_checkpointing_disable()
     model.eval()
     return losses
 
@@ -396,7 +351,8 @@ def build(inputs: WarmStartInputs, out: Path, progress: bool = True) -> Path:
                "parents": len({(e.task, e.parent) for e in examples}), "mutations_drawn": stats["drawn"],
                "mutations_valid": stats["valid"], "prompts_by_operator": stats.get("operators", {}),
                "loss_first": losses[0], "loss_last": losses[-1], "losses": losses,
-               "data_s": round(t_data, 1), "total_s": round(time.perf_counter() - start, 1)}
+               "data_s": round(t_data, 1), "total_s": round(time.perf_counter() - start, 1),
+               "peak_rss_mib": peak_rss_mib()}
     _write(tmp, summary, examples)
     try:
         tmp.rename(out)
@@ -405,6 +361,17 @@ def build(inputs: WarmStartInputs, out: Path, progress: bool = True) -> Path:
     print(f"[helix] warm start: {len(examples)} examples, loss {losses[0]:.3f} -> {losses[-1]:.3f}, "
           f"{summary['total_s']:.0f} s -> {out}", flush=True)
     return out
+
+
+def peak_rss_mib() -> int | None:
+    """This process's resident high-water mark (VmHWM), where Linux tells it: the build's memory, on record."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return None
 
 
 def _write(folder: Path, summary: dict, examples: list[Example]) -> None:

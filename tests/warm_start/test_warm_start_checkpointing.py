@@ -1,0 +1,91 @@
+"""warm_start.gradient_checkpointing: each decoder layer recomputed in backward on the prompt's read-only
+cache (train.warm_start.answer_loss). It must change no weight, keep the cache key, and really recompute."""
+
+import numpy as np
+import pytest
+import torch
+
+from train.warm_start.answer_loss import SharedPrompt, answers_nll, prompt_cache
+from train.warm_start.build import Example, train
+from train.warm_start.config import WarmStartConfig
+
+
+def _examples() -> list[Example]:
+    rng = np.random.default_rng(3)
+    out = []
+    for parent in range(3):
+        prompt = rng.integers(100, 5000, 45).tolist()
+        out += [Example("t", parent, prompt, "", rng.integers(100, 5000, n).tolist() + [2]) for n in (7, 12, 3, 9, 5)]
+    return out
+
+
+def _trained(dtype: str, checkpointing: bool):
+    """A tiny model after a 2-epoch warm start, and how often its decoder layers ran forward."""
+    from train.learner.models import load_policy
+
+    model, _ = load_policy("tiny-random", seed=0)
+    calls = [0]
+    for layer in model.model.layers:
+        layer.register_forward_pre_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))  # a recompute stops early
+    ws = WarmStartConfig(enabled=True, epochs=2, lr=1e-3, answers_per_pass=2, dtype=dtype,
+                         gradient_checkpointing=checkpointing)
+    losses = train(model, _examples(), ws, pad_id=2, progress=False)
+    return model, losses, calls[0]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_checkpointed_layers_are_recomputed_and_the_weights_are_bitwise_the_same(dtype):
+    plain, plain_losses, plain_calls = _trained(dtype, checkpointing=False)
+    ckpt, ckpt_losses, ckpt_calls = _trained(dtype, checkpointing=True)
+    assert ckpt_losses == plain_losses  # exact: the same kernels on the same inputs
+    for (name, a), (_, b) in zip(plain.state_dict().items(), ckpt.state_dict().items()):
+        assert torch.equal(a, b), name
+    # 3 prompts x 2 epochs: one prompt pass and 3 answer passes (5 answers, 2 a pass) each, per layer.
+    layers, steps, passes = len(plain.model.layers), 6, 3
+    assert plain_calls == layers * steps * (1 + passes)
+    assert ckpt_calls == layers * steps * (1 + 2 * passes)  # every answer pass ran again in backward
+    assert not any(getattr(m, "gradient_checkpointing", False) for m in ckpt.modules())  # switched off for saving
+
+
+def test_the_prompt_cache_is_read_only_across_passes(tiny_model):
+    """Every pass reads the prompt alone: the cache does not grow, and a second pass on it gives the first's loss."""
+    ex = _examples()[:2]
+    cache = prompt_cache(tiny_model, ex[0].prompt_ids)
+    assert all(type(layer) is SharedPrompt for layer in cache.layers)
+    length = cache.get_seq_length()
+    assert length == len(ex[0].prompt_ids) - 1
+    first = answers_nll(tiny_model, cache, ex, pad_id=2)
+    assert cache.get_seq_length() == length
+    again = answers_nll(tiny_model, cache, ex, pad_id=2)
+    assert torch.equal(first, again)
+
+
+def test_checkpointing_is_not_in_the_cache_key():
+    """It changes no weight, so a cached warm start stays valid either way (the quickstart's is ...-a5d115fb8b45)."""
+    from train.config.config import load_config, warm_start_inputs
+    from train.warm_start.build import cache_key
+
+    def key(on: bool) -> str:
+        cfg = load_config("configs/quickstart.yaml", [f"warm_start.gradient_checkpointing={str(on).lower()}",
+                                                     "warm_start.dtype=bfloat16"])
+        return cache_key(warm_start_inputs(cfg))
+
+    assert key(True) == key(False) == "a5d115fb8b45"
+
+
+def test_a_build_that_fails_in_its_child_raises_the_same_error_here(tmp_path):
+    """The warm start is built in a spawned child (train.warm_start.isolated): its failure must read as it did
+    in-process, the same type and message (the command line prints it as one line), with the child's traceback
+    kept as a note, and nothing cached."""
+    from train.config.config import load_config, warm_start_inputs
+    from train.learner.models import ModelNotFoundError
+    from train.warm_start.build import ensure_warm_start, warm_start_dir
+
+    missing = tmp_path / "no-such-model"
+    inputs = warm_start_inputs(load_config(None, [f"model.policy={missing}", f"model.cache_dir={tmp_path / 'cache'}",
+                                                  "warm_start.enabled=true"]))
+    with pytest.raises(ModelNotFoundError, match="neither") as raised:
+        ensure_warm_start(inputs, progress=False)
+    notes = "\n".join(getattr(raised.value, "__notes__", []))
+    assert "raised in the warm start's build process" in notes and "resolve_policy_path" in notes
+    assert not warm_start_dir(inputs).exists()
