@@ -64,6 +64,7 @@ from train.learner.models import ModelNotFoundError
 from train.loop.checkpoint import latest_checkpoint, stop_line
 from train.loop.epoch_loop import HelixRun
 from train.loop.interrupt import InterruptGuard
+from train.warm_start.isolated import WarmStartFailed
 
 
 def run(cfg: HelixConfig, config_stem: str, info: DistInfo, resume: Path | None = None) -> Path | None:
@@ -178,6 +179,9 @@ def _train(cfg: HelixConfig, stem: str, resume: Path | None, command_line: bool)
     except (ModelNotFoundError, FileNotFoundError) as err:  # a model that is not on this machine
         print(f"helix: error: {err}", file=sys.stderr)
         return 2
+    except WarmStartFailed as err:  # its process was killed (out of memory?): nothing cached, nothing of the run begun
+        print(f"helix: error: {err}", file=sys.stderr)
+        return 1
     except (EndpointError, RayUnreachable) as err:  # rollout.engine=openai without its server; no Ray cluster there
         print(f"helix: error: {err}", file=sys.stderr)
         return 1

@@ -89,3 +89,21 @@ def test_a_build_that_fails_in_its_child_raises_the_same_error_here(tmp_path):
     notes = "\n".join(getattr(raised.value, "__notes__", []))
     assert "raised in the warm start's build process" in notes and "resolve_policy_path" in notes
     assert not warm_start_dir(inputs).exists()
+
+
+def test_a_build_process_killed_without_a_word_is_one_clear_error(tmp_path, monkeypatch):
+    """The OOM killer's SIGKILL leaves no exception to send back: the parent says what happened, and the run
+    prints it as one `helix: error:` line (train/helix.py) with nothing cached."""
+    import os
+
+    from train.config.config import load_config, warm_start_inputs
+    from train.warm_start import isolated
+
+    killer = tmp_path / "python"
+    killer.write_text("#!/bin/sh\nkill -9 $$\n")
+    os.chmod(killer, 0o755)
+    monkeypatch.setattr(isolated.sys, "executable", str(killer))
+    inputs = warm_start_inputs(load_config(None, ["model.policy=tiny-random", "warm_start.enabled=true"]))
+    with pytest.raises(isolated.WarmStartFailed, match=r"exit code -9 \(SIGKILL: out of memory\?\); nothing was cached"):
+        isolated.build_in_child(inputs, tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()

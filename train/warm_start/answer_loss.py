@@ -18,14 +18,10 @@ warm-started weights are bitwise the same with it on or off (BENCHMARKS.md "Memo
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING
 
 import torch
 from transformers.cache_utils import DynamicLayer
 from transformers.modeling_layers import GradientCheckpointingLayer
-
-if TYPE_CHECKING:
-    from train.warm_start.build import Example
 
 
 class SharedPrompt(DynamicLayer):
@@ -60,8 +56,8 @@ def prompt_cache(model, prompt_ids: list[int]):
     return cache
 
 
-def answers_nll(model, cache, batch_examples: list[Example], pad_id: int) -> torch.Tensor:
-    """Summed negative log-likelihood of the answer tokens of some of one prompt's examples, on
+def answers_nll(model, cache, batch_examples: list, pad_id: int) -> torch.Tensor:
+    """Summed negative log-likelihood of the answer tokens of some of one prompt's examples (build.Example), on
     ``cache`` (``prompt_cache`` of their prompt, read only)."""
     prompt = batch_examples[0].prompt_ids
     k, p = len(batch_examples), len(prompt) - 1  # the cache holds all but the last prompt token
@@ -82,7 +78,7 @@ def answers_nll(model, cache, batch_examples: list[Example], pad_id: int) -> tor
     return -(logp * valid.float()).sum()
 
 
-def accumulate_prompt(model, group: list[Example], pad_id: int, per_pass: int, autocast=None) -> float:
+def accumulate_prompt(model, group: list, pad_id: int, per_pass: int, autocast=None) -> float:
     """Backward of the mean negative log-likelihood of the answer tokens of one prompt's examples, in
     passes of ``per_pass`` answers on one shared prompt cache: the activations of ``per_pass`` answers are
     alive at a time, not of all of them (8 answers of 240 tokens held ~6 GB on SmolLM2), and the gradient

@@ -6,7 +6,7 @@ own process it sat under every later phase, and the first quickstart on a machin
 its GRPO step where a run with the warm start cached peaks at 3.8 GB (BENCHMARKS.md "Memory"). A child
 returns all of it when it exits. It costs the child's imports, a few seconds in a build of minutes.
 
-The child is a fresh interpreter (``python -m train.warm_start.isolated``), not a multiprocessing spawn:
+The child is a fresh interpreter (``python -m train.warm_start.build_child``), not a multiprocessing spawn:
 spawn re-imports the caller's main script, and a script that calls ``helix.run()`` without an
 ``if __name__ == "__main__"`` guard would build again inside the child and wait forever on the build's
 own lock. The child reads its inputs (pickled) on stdin, inherits the terminal (its progress bar and
@@ -21,12 +21,15 @@ import pickle
 import signal
 import subprocess
 import sys
-import traceback
 from pathlib import Path
 
 from train.warm_start.config import WarmStartInputs
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: where the child imports train from
+
+
+class WarmStartFailed(RuntimeError):
+    """The build's process died without saying why (a signal: the OOM killer's, or a crash in C)."""
 
 
 def build_in_child(inputs: WarmStartInputs, out: Path, progress: bool = True) -> Path:
@@ -38,7 +41,7 @@ def build_in_child(inputs: WarmStartInputs, out: Path, progress: bool = True) ->
     # bitwise the same. Only the build's process gets it; the run's own keeps the default.
     env.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "64")
     read_fd, write_fd = os.pipe()
-    child = subprocess.Popen([sys.executable, "-m", "train.warm_start.isolated", str(write_fd)],
+    child = subprocess.Popen([sys.executable, "-m", "train.warm_start.build_child", str(write_fd)],
                              stdin=subprocess.PIPE, pass_fds=(write_fd,), env=env)
     os.close(write_fd)
     try:
@@ -56,42 +59,11 @@ def build_in_child(inputs: WarmStartInputs, out: Path, progress: bool = True) ->
             child.wait()
     if not reply:  # it died without a word: a signal (the OOM killer's -9) or a crash in C
         why = " (SIGKILL: out of memory?)" if code == -signal.SIGKILL else ""
-        raise RuntimeError(f"warm start: the build process ended with exit code {code}{why}; nothing was cached, "
-                           "run again to rebuild")
+        raise WarmStartFailed(f"warm start: the build process ended with exit code {code}{why}; nothing was "
+                              "cached, run again to rebuild")
     result = pickle.loads(reply)
     if result is not None:
         error, text = result
         error.add_note(f"(raised in the warm start's build process)\n{text.rstrip()}")
         raise error
     return out
-
-
-def _child(result_fd: int) -> int:
-    import ctypes
-
-    try:
-        ctypes.CDLL(None).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG: a killed run takes its build along
-    except (OSError, AttributeError):  # not Linux: the child may outlive a parent killed with -9
-        pass
-    inputs, out, progress = pickle.load(sys.stdin.buffer)
-    from train.learner.memory import releasing_free_memory
-    from train.warm_start.build import build
-
-    with os.fdopen(result_fd, "wb") as result:
-        try:
-            with releasing_free_memory(inputs.release_memory_every_s):  # as the run's own process does
-                build(inputs, Path(out), progress)
-        except BaseException as e:  # noqa: BLE001 - everything goes back to the parent, Ctrl-C included
-            text = "".join(traceback.format_exception(e))
-            try:
-                reply = pickle.dumps((e, text))
-            except Exception:  # an exception that does not pickle: its type and message as a RuntimeError
-                reply = pickle.dumps((RuntimeError(f"{type(e).__name__}: {e}"), text))
-            result.write(reply)
-            return 1
-        result.write(pickle.dumps(None))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_child(int(sys.argv[1])))
