@@ -34,8 +34,6 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 PHASES = [
     ("train.commands.warm_start", "resolve_policy", "warm start (found or built)"),
     ("train.warm_start.isolated", "build_in_child", "warm start: build (child process)"),
-    ("train.warm_start.build", "make_examples", "warm start: data (sandboxed mutants)"),
-    ("train.warm_start.build", "train", "warm start: fine-tune"),
     ("train.learner.models", "load_policy", "load policy"),
     ("train.learner.learner", "Learner.__init__", "learner init (reference, optimizer)"),
     ("rollout.engines", "build_engine", "engine init"),

@@ -27,13 +27,6 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-def vmhwm_mib() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) // 1024
-    return 0
-
-
 def digest(model) -> str:
     h = hashlib.sha256()
     for _, tensor in sorted(model.state_dict().items()):
@@ -52,14 +45,14 @@ def main(argv: list[str] | None = None) -> int:
     from train.config.config import load_config, warm_start_inputs
     from train.learner.memory import releasing_free_memory
     from train.learner.models import load_policy
-    from train.warm_start.build import autocast_dtype, make_examples, train
+    from train.warm_start.build import autocast_dtype, make_examples, peak_rss_mib, train
 
     cfg = load_config(args.config, overrides)
     inputs = warm_start_inputs(cfg)
     torch.manual_seed(inputs.recipe.seed)
     model, tokenizer = load_policy(inputs.base, "float32", inputs.cache_dir)
     examples, _ = make_examples(inputs, tokenizer, np.random.default_rng(inputs.recipe.seed))
-    before = vmhwm_mib()
+    before = peak_rss_mib()
     start = time.perf_counter()
     with releasing_free_memory(cfg.run.release_memory_every_s):
         losses = train(model, examples, inputs.recipe, tokenizer.pad_token_id, progress=False)
@@ -67,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"config": args.config, "overrides": overrides, "autocast": autocast_dtype(inputs.recipe.dtype),
               "onednn_cache": os.environ.get("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "default"),
               "steps": len(losses), "s_per_step": round(seconds / len(losses), 2), "loss_last": losses[-1],
-              "vmhwm_mib_before": before, "vmhwm_mib": vmhwm_mib(), "sha256": digest(model)}
+              "vmhwm_mib_before": before, "vmhwm_mib": peak_rss_mib(), "sha256": digest(model)}
     print(json.dumps(result), flush=True)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))

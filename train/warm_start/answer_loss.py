@@ -96,14 +96,13 @@ def accumulate_prompt(model, group: list, pad_id: int, per_pass: int, autocast=N
     return loss
 
 
-def checkpoint_layers(model) -> int:
+def checkpoint_layers(model) -> None:
     """Recompute each decoder layer in backward instead of keeping its activations (torch's
     non-reentrant checkpoint), with the prompt's read-only cache kept: the ~0.9 GB of a pass's
-    activations become one layer's. Returns the number of layers checkpointed."""
+    activations become one layer's."""
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    layers = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
-    for layer in layers:
-        # HF's switch for "this layer's cache is only read": SharedPrompt stores nothing, so the
-        # backward's recompute reads the keys the forward read.
-        layer._can_checkpoint_with_cache = True
-    return len(layers)
+    for layer in model.modules():
+        if isinstance(layer, GradientCheckpointingLayer):
+            # HF's switch for "this layer's cache is only read": SharedPrompt stores nothing, so the
+            # backward's recompute reads the keys the forward read.
+            layer._can_checkpoint_with_cache = True
