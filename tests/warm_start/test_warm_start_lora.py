@@ -56,14 +56,14 @@ def test_a_lora_warm_start_trains_the_adapters_only_and_saves_their_merge(tiny_m
 
 
 def test_a_full_fine_tune_keeps_its_cache_key_and_lora_is_another_model():
-    """The quickstart's full fine-tune was cached as ...-warm-a5d115fb8b45 before lora_rank existed: that cache
-    stays valid (every existing warm start would otherwise be rebuilt), and adapters are another key."""
+    """The quickstart's full fine-tune (8 answers a parent then) was cached as ...-warm-a5d115fb8b45 before
+    lora_rank existed: that cache stays valid (every existing warm start would otherwise be rebuilt), and adapters are another key."""
     from train.config.config import load_config, warm_start_inputs
     from train.warm_start.build import cache_key
 
     def key(rank: int) -> str:
         cfg = load_config("configs/quickstart.yaml", [f"warm_start.lora_rank={rank}", "warm_start.lr=5e-5",
-                                                     "warm_start.dtype=bfloat16"])
+                                                     "warm_start.answers_per_parent=8", "warm_start.dtype=bfloat16"])
         return cache_key(warm_start_inputs(cfg))
 
     assert key(0) == "a5d115fb8b45"
