@@ -35,7 +35,13 @@ echo "setup.sh: installing HELIX into $VENV in $TOTAL stages (typically 4-5 min 
 [[ -x "$VENV/bin/python" ]] || "$PY" -m venv "$VENV"
 # scripts/setup_stages.py holds pip's output back and shows all of it only if pip fails; no progress bars either way.
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
-INSTALL=("${PIP[@]}" install --progress-bar off)
+# pip byte-compiles every installed module, 3.9 GB of packages: about 40% of setup's time (3 min 4 s -> 1 min 43 s
+# without it, BENCHMARKS.md "Setup"), for modules a run mostly never imports. Python compiles what it imports on
+# first use and keeps it (the first run's imports: ~12 s more, once), unless PYTHONDONTWRITEBYTECODE says never
+# to keep bytecode: then every start would compile again, so compiling here stays the cheaper choice.
+COMPILE=(--no-compile)
+[[ -n "${PYTHONDONTWRITEBYTECODE:-}" ]] && COMPILE=()
+INSTALL=("${PIP[@]}" install --progress-bar off ${COMPILE[@]+"${COMPILE[@]}"})
 NOTED="$(mktemp -u)"
 trap 'rm -f "$NOTED"' EXIT
 N=0
@@ -45,11 +51,11 @@ stage() {  # stage WHAT ABOUT -- COMMAND...
 }
 export PIP_CONSTRAINT="$ROOT/constraints.txt"
 # torch first, from the pinned CPU wheel, so nothing later can pull a CUDA build.
-stage "torch 2.13.0, the CPU wheel" "192 MB wheel, 0.9 GB installed; typically 30 s" -- "${INSTALL[@]}" "torch==2.13.0"
+stage "torch 2.13.0, the CPU wheel" "192 MB wheel, 0.7-0.9 GB installed; typically 10-30 s" -- "${INSTALL[@]}" "torch==2.13.0"
 if [[ "$EXTRA" == *gpu* ]]; then
   HELIX_ABOUT="the CPU box's 1.6 GB plus the CUDA vllm and its CUDA libraries, several GB; not timed here"
 else
-  HELIX_ABOUT="122 packages, 1.6 GB installed; typically 2 min"
+  HELIX_ABOUT="122 packages, 1.3-1.6 GB installed; typically 1-1.5 min"
 fi
 stage "HELIX and its requirements (transformers, deepspeed, ray, wandb, scikit-learn, ...)" "$HELIX_ABOUT" \
   -- "${INSTALL[@]}" -e "$ROOT[$EXTRA]"

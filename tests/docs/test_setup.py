@@ -154,3 +154,22 @@ def test_durations_read_as_minutes_and_seconds(seconds, text):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.duration(seconds) == text
+
+
+@pytest.mark.parametrize("never_write", [False, True])
+def test_pip_leaves_byte_compiling_to_first_imports_unless_python_never_keeps_bytecode(tmp_path, never_write):
+    """--no-compile saves ~40% of setup (pip compiles 3.9 GB of packages, most never imported); Python then compiles
+    what a run imports, once. Under PYTHONDONTWRITEBYTECODE it would compile on every start, so pip compiles."""
+    venv, argv = tmp_path / "venv", tmp_path / "argv"
+    (venv / "bin").mkdir(parents=True)
+    fake = venv / "bin" / "python"  # the venv's python, as stage 1 calls it: records its arguments, fails the stage
+    fake.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > '{argv}'\nexit 1\n")
+    fake.chmod(0o755)
+    env = {k: v for k, v in _setup_env(tmp_path).items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if never_write:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    proc = subprocess.run(["bash", str(SETUP)], capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 1 and "[1/6] torch 2.13.0" in proc.stdout
+    args = argv.read_text().split("\n")
+    assert args[:2] == ["-m", "pip"] and "install" in args and "torch==2.13.0" in args
+    assert ("--no-compile" in args) is not never_write

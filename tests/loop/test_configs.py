@@ -135,7 +135,8 @@ def test_quickstart_is_pinned():
     pinned = {
         "task.name": "circle_packing_26", "task.timeout_s": 20.0, "model.policy": "smollm2-135m-instruct",
         "model.dtype": "float32", "model.gradient_checkpointing": True,
-        "rollout.vllm.kv_cache_gb": 0.3, "warm_start.enabled": True, "warm_start.answers_per_parent": 4, "rollout.engine": "vllm", "rollout.vllm.dtype": "auto",
+        "rollout.vllm.kv_cache_gb": 0.3, "warm_start.enabled": True, "warm_start.answers_per_parent": 4,
+        "rollout.engine": "vllm", "rollout.vllm.dtype": "auto",
         "rollout.group_size": 4, "rollout.temperature": 0.7, "rollout.top_p": 0.95, "rollout.max_new_tokens": 256,
         "rollout.stop": "</answer>", "rollout.description": "brief", "rollout.max_prompt_tokens": 1280,
         "rollout.n_ancestors": 2, "trainer.epochs": 4, "trainer.prompts_per_epoch": 2, "trainer.lr": 2e-5, "trainer.lora.enabled": True,
