@@ -31,7 +31,7 @@ fi
 
 START=$SECONDS
 if [[ "$EXTRA" == *gpu* ]]; then TOTAL=4; else TOTAL=6; fi
-echo "setup.sh: installing HELIX into $VENV in $TOTAL stages (typically 4-5 min on an idle 2-core box with an empty pip cache; a busy box takes several times that)"
+echo "setup.sh: installing HELIX into $VENV in $TOTAL stages (typically 2-4 min on an idle 2-core box with an empty pip cache; a busy box takes several times that)"
 [[ -x "$VENV/bin/python" ]] || "$PY" -m venv "$VENV"
 # scripts/setup_stages.py holds pip's output back and shows all of it only if pip fails; no progress bars either way.
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
