@@ -35,8 +35,8 @@ echo "setup.sh: installing HELIX into $VENV in $TOTAL stages (typically 2-4 min 
 [[ -x "$VENV/bin/python" ]] || "$PY" -m venv "$VENV"
 # scripts/setup_stages.py holds pip's output back and shows all of it only if pip fails; no progress bars either way.
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
-# pip byte-compiles every installed module, 3.9 GB of packages: about 40% of setup's time (3 min 4 s -> 1 min 43 s
-# without it, BENCHMARKS.md "Setup"), for modules a run mostly never imports. Python compiles what it imports on
+# pip byte-compiles every installed module, 3.4 GB of packages: 20-45% of setup's time (3 min 4 s -> 1 min 43 s
+# without it with a warm pip cache, 2 min 45 s -> 2 min 13 s with an empty one; BENCHMARKS.md "Setup"), for modules a run mostly never imports. Python compiles what it imports on
 # first use and keeps it (the first run's imports: ~12 s more, once), unless PYTHONDONTWRITEBYTECODE says never
 # to keep bytecode: then every start would compile again, so compiling here stays the cheaper choice.
 COMPILE=(--no-compile)

@@ -158,7 +158,7 @@ def test_durations_read_as_minutes_and_seconds(seconds, text):
 
 @pytest.mark.parametrize("never_write", [False, True])
 def test_pip_leaves_byte_compiling_to_first_imports_unless_python_never_keeps_bytecode(tmp_path, never_write):
-    """--no-compile saves ~40% of setup (pip compiles 3.9 GB of packages, most never imported); Python then compiles
+    """--no-compile saves 20-45% of setup (pip compiles 3.4 GB of packages, most never imported); Python then compiles
     what a run imports, once. Under PYTHONDONTWRITEBYTECODE it would compile on every start, so pip compiles."""
     venv, argv = tmp_path / "venv", tmp_path / "argv"
     (venv / "bin").mkdir(parents=True)
