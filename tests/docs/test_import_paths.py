@@ -104,7 +104,8 @@ def test_the_scan_passes_reads_strings_and_task_files():
 
 
 # Run by scripts/setup.sh with the system python before .venv exists, so it can import no package of the project.
-BEFORE_THE_VENV = {"setup_stages.py": "setup.sh's stage runner: one line per stage, pip's output only on failure"}
+BEFORE_THE_VENV = {"setup_stages.py": "setup.sh's stage runner: one line per stage, pip's output only on failure",
+                   "uv_flags.py": "setup.sh's translation of pip's configuration into uv's flags, before anything is installed"}
 
 
 def test_every_command_in_scripts_is_an_entry_point_over_package_code():

@@ -220,3 +220,36 @@ def test_gradient_checkpointing_trains_the_adapters_alike(tiny_model, tokenizer)
     for name in a:
         torch.testing.assert_close(b[name][0], a[name][0], atol=1e-7, rtol=1e-6, msg=name)
         torch.testing.assert_close(b[name][1], a[name][1], atol=1e-7, rtol=1e-6, msg=name)
+
+
+def test_the_first_step_skips_the_reference_forward_with_the_same_result(tiny_model, tokenizer):
+    """Until the adapters move (B = 0) the policy's log-probs are the reference's bit for bit, so the first step
+    runs no reference forward and ends with the weights and metrics of a step that ran it; later steps, and a
+    policy whose B is not 0, run it."""
+    calls = []
+
+    def counted(learner):
+        ref = learner.ref
+        learner.ref = lambda *a, **k: (calls.append(1), ref(*a, **k))[1]
+        return learner
+
+    results = []
+    for skip in (True, False):
+        learner = counted(_learner(copy.deepcopy(tiny_model), tokenizer, kl_coef=0.05))
+        if not skip:  # the reference forward forced, as before
+            learner._ref_is_policy = lambda: False
+        calls.clear()
+        first = learner.step(samples(tokenizer, seed=0))
+        ran_first = len(calls)
+        second = learner.step(samples(tokenizer, seed=1))
+        results.append((first, second, learner.full_state_dict(), ran_first, len(calls) - ran_first))
+    (first, second, state, ran_first, ran_second), (want1, want2, want_state, forced_first, _) = results
+    assert ran_first == 0 and forced_first > 0 and ran_second > 0
+    assert first == {**want1, "train_time_s": first["train_time_s"]} and first["kl"] == 0.0
+    assert second == {**want2, "train_time_s": second["train_time_s"]} and second["kl"] > 0
+    for name in want_state:
+        torch.testing.assert_close(state[name], want_state[name], atol=0, rtol=0, msg=name)
+    moved_b = counted(_learner(copy.deepcopy(tiny_model), tokenizer, kl_coef=0.05))
+    _randomise_b(moved_b.module)
+    calls.clear()
+    assert moved_b.step(samples(tokenizer))["kl"] > 0 and calls

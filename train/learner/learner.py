@@ -169,6 +169,7 @@ class Learner:
             if self.mask_kind is None and info.is_main:
                 print(f"[helix] trainer.shared_prefix: {why}; using one row per sample", flush=True)
         self.moved = False  # has any optimizer step changed the policy away from the reference?
+        self._ref_same = False  # this step's _ref_is_policy()
         # Per sample of the last ``step``, in its order: (the advantage its response tokens got, how many
         # tokens it put in the update). (None, 0): none (lost, or truncated under mask_truncated). The
         # epoch loop archives these, so a reader never recomputes them.
@@ -315,6 +316,7 @@ class Learner:
             metrics["train_time_s"] = time.perf_counter() - start
             return metrics
         self.model.train()
+        self._ref_same = self.ref is not None and self._ref_is_policy()
         frozen = self._frozen_logprobs(samples, mask.shape[1]) if len(updates) > 1 else None
         for u, idx in enumerate(updates):
             self._update(samples, idx, mask, advantages, frozen, metrics, first_pass=u < self.cfg.ppo_mini_batches)
@@ -360,8 +362,18 @@ class Learner:
             r = batch["response_mask"].shape[1]
             old[idx, :r] = response_logprobs(self.model, batch, self.temperature)[0].float().cpu()
             if ref is not None:
-                ref[idx, :r] = response_logprobs(self.ref, batch, self.temperature)[0].float().cpu()
+                ref[idx, :r] = old[idx, :r] if self._ref_same else \
+                    response_logprobs(self.ref, batch, self.temperature)[0].float().cpu()
         return {"old": old, "ref": ref}
+
+    def _ref_is_policy(self) -> bool:
+        """Is the LoRA policy the base itself, every B factor exactly 0 (so until its first optimizer step)? Then its
+        log-probs are the reference's bit for bit (base output + 0), and the reference's forward, a quarter of a
+        quickstart GRPO step, is skipped. Counted over every rank's shard, so all ranks agree (and run the same
+        collectives). A full fine-tune's reference is a separately wrapped copy: always computed."""
+        if not self.cfg.lora.enabled or self.moved:
+            return False
+        return all_reduce_sum([lora.nonzero_b_factors(self.module)], self.info)[0] == 0
 
     def _update(self, samples: list[Sample], idx: list[int], mask: torch.Tensor, advantages: torch.Tensor,
                 frozen: dict | None, metrics: dict, first_pass: bool) -> None:
@@ -380,7 +392,7 @@ class Learner:
             if frozen is not None:
                 old_logp = frozen["old"][cidx, :r].to(self.device)
                 ref_logp = frozen["ref"][cidx, :r].to(self.device) if frozen["ref"] is not None else None
-            elif self.ref is not None:
+            elif self.ref is not None and not self._ref_same:
                 with torch.no_grad():
                     ref_logp, _ = response_logprobs(self.ref, batch, self.temperature)
             with self.backend.gradient_sync(last=n == len(chunks) - 1):
@@ -388,6 +400,8 @@ class Learner:
                                                   entropy_grad=self.cfg.entropy_coeff > 0)
                 # One update per batch: pi_old is the current policy (ratio 1, no extra forward).
                 old_logp = logp.detach() if old_logp is None else old_logp
+                if self.ref is not None and ref_logp is None:
+                    ref_logp = logp.detach()  # _ref_is_policy: the reference's log-probs, bit for bit
                 diff = metrics if first_pass else {"rollout_logprob_diff": 0.0}  # count each token once
                 is_weights = self._rollout_correction(old_logp, batch, sub_mask, diff)
                 loss, parts = grpo_loss(logp, old_logp, ref_logp, sub_adv, sub_mask, entropy, cfg, is_weights)

@@ -59,6 +59,17 @@ def has_adapters(model: torch.nn.Module) -> bool:
     return any(_LORA_KEY.search(name) for name, _ in model.named_parameters())
 
 
+def nonzero_b_factors(module: torch.nn.Module) -> int:
+    """How many B factors in this rank's part of the adapters hold a nonzero value (0: the policy is its base).
+    A sharded parameter is counted by its local shard (FSDP2's DTensor, DeepSpeed ZeRO-3's ``ds_tensor``)."""
+    count = 0
+    for name, param in module.named_parameters():
+        if _LORA_KEY.search(name) and ".lora_B." in name:
+            local = param.to_local() if hasattr(param, "to_local") else getattr(param, "ds_tensor", param)
+            count += int(bool(local.detach().any()))
+    return count
+
+
 @contextlib.contextmanager
 def adapters_off(module: torch.nn.Module):
     """The base model: every LoRA layer computes its frozen base layer alone, in eval mode (no
