@@ -56,3 +56,27 @@ def test_export_hf_from_a_live_model_replaces_the_directory(tiny_model, tokenize
 def test_export_without_a_checkpoint_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="holds no learner checkpoint"):
         export_checkpoint(tmp_path, "tiny-random", tmp_path / "hf")
+
+
+def test_export_state_saves_the_states_own_tensors_without_a_second_copy(tiny_model, tokenizer, tmp_path, monkeypatch):
+    """The run's export at its end: the weights are the given state's tensors (no base loaded only to be
+    overwritten, which held a second full copy at the quickstart's memory peak), and the directory loads back
+    with exactly those weights and load_policy's generation config."""
+    from train.learner import export
+    from train.learner.models import load_policy, policy_skeleton
+
+    gen = torch.Generator().manual_seed(5)
+    state = {k: v + 0.01 * torch.randn(v.shape, generator=gen) for k, v in tiny_model.state_dict().items()}
+    state["lm_head.weight"] = state["model.embed_tokens.weight"]  # tied, as the model's own state dict has it
+    seen = {}
+    real = export.export_hf
+    monkeypatch.setattr(export, "export_hf", lambda model, tok, out: seen.update(model=model) or real(model, tok, out))
+    out = export.export_state(state, "tiny-random", tmp_path / "hf")
+    params = dict(seen["model"].named_parameters())
+    assert all(params[k].data_ptr() == state[k].data_ptr() for k in params)
+    back = AutoModelForCausalLM.from_pretrained(out)
+    for name, value in back.state_dict().items():
+        torch.testing.assert_close(value, state[name], atol=0, rtol=0, msg=name)
+    skeleton, _ = policy_skeleton("tiny-random")
+    assert all(p.is_meta for p in skeleton.parameters())
+    assert skeleton.generation_config.to_dict() == load_policy("tiny-random")[0].generation_config.to_dict()

@@ -18,7 +18,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig, LlamaConfig, LlamaForCausalLM
 
 from train.learner import console
 
@@ -139,6 +139,28 @@ def load_tokenizer(name: str, cache_dir: str | None = None):
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"  # decoder-only batched generation
     return tokenizer
+
+
+def policy_skeleton(name: str, dtype: str = "float32", cache_dir: str | None = None):
+    """(model, tokenizer) as ``load_policy`` returns them, the model on the meta device: its config, generation
+    config and dtype, no weights, for a caller that brings every one (``load_state_dict(..., assign=True)``)."""
+    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
+    tokenizer = load_tokenizer(name, cache_dir)
+    if name == TINY_RANDOM:
+        config = tiny_random_config(len(tokenizer))
+        config.eos_token_id = tokenizer.eos_token_id
+        config.pad_token_id = tokenizer.pad_token_id
+        generation = None
+    else:
+        path = resolve_policy_path(name, cache_dir)
+        config = AutoConfig.from_pretrained(path)
+        generation = GenerationConfig.from_pretrained(path) if (path / "generation_config.json").is_file() else None
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype)
+    if generation is not None:
+        model.generation_config = generation
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model, tokenizer
 
 
 def load_policy(name: str, dtype: str = "float32", cache_dir: str | None = None, seed: int = 0):
