@@ -80,3 +80,9 @@ def test_export_state_saves_the_states_own_tensors_without_a_second_copy(tiny_mo
     skeleton, _ = policy_skeleton("tiny-random")
     assert all(p.is_meta for p in skeleton.parameters())
     assert skeleton.generation_config.to_dict() == load_policy("tiny-random")[0].generation_config.to_dict()
+    # A gathered state (FSDP2, ZeRO-3) holds the tied head as a tensor of its own: still saved once, as the embedding.
+    gathered = {**state, "lm_head.weight": state["lm_head.weight"].clone()}
+    again = export.export_state(gathered, "tiny-random", tmp_path / "hf2")
+    from safetensors.torch import load_file
+
+    assert load_file(again / "model.safetensors").keys() == load_file(out / "model.safetensors").keys()

@@ -39,6 +39,8 @@ def export_state(state: dict[str, torch.Tensor], policy: str, out_dir: str | Pat
     model, tokenizer = policy_skeleton(policy, dtype, cache_dir)
     want = next(model.parameters()).dtype
     model.load_state_dict({k: v.to(want) for k, v in state.items()}, strict=True, assign=True)
+    # A gathered (FSDP2/ZeRO) state holds tied weights as two tensors; assigned, they would be saved twice.
+    model.tie_weights()
     return export_hf(model, tokenizer, out_dir)
 
 
