@@ -204,6 +204,31 @@ def test_merged_export_equals_peft_merge_loads_and_generates(tiny_model, tokeniz
         torch.testing.assert_close(again[name], merged[name], atol=0, rtol=0, msg=name)
 
 
+def test_the_engine_sync_takes_the_merged_weights_one_at_a_time(tiny_model, tokenizer):
+    """Learner.full_state_items (what the loop hands an engine's weight sync) is full_state_dict in the same
+    order, bit for bit, but merges each weight only when it is taken: a second full set of merged weights
+    was the quickstart's memory peak. Shown by changing a later layer's B after the first item: a merge made
+    up front would not see it."""
+    learner = _learner(tiny_model, tokenizer)
+    _randomise_b(tiny_model)
+    want = learner.full_state_dict()
+    got = list(learner.full_state_items())
+    assert [name for name, _ in got] == list(want)
+    for name, value in got:
+        torch.testing.assert_close(value, want[name], atol=0, rtol=0, msg=name)
+
+    items = learner.full_state_items()
+    first_name, _ = next(items)
+    last = [n for n, p in tiny_model.named_parameters() if ".lora_B." in n][-1]
+    plain = last.replace(f".lora_B.{lora.ADAPTER}.", ".")
+    assert list(want).index(plain) > list(want).index(first_name)
+    with torch.no_grad():
+        dict(tiny_model.named_parameters())[last].add_(1.0)
+    rest = dict(items)
+    assert not torch.equal(rest[plain], want[plain])  # merged when taken, after the change
+    assert torch.equal(rest[plain], learner.full_state_dict()[plain])
+
+
 def test_gradient_checkpointing_trains_the_adapters_alike(tiny_model, tokenizer):
     """model.gradient_checkpointing (the quickstart's): with a frozen embedding the checkpointed blocks
     would see no input that needs a gradient; the adapters must move exactly as without it."""

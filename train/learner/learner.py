@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -215,6 +216,13 @@ class Learner:
         (engine sync, export); under ``trainer.lora`` the adapters merged into the base."""
         state = self.backend.full_state_dict()
         return lora.merged_state(state, self.cfg.lora) if self.cfg.lora.enabled else state
+
+    def full_state_items(self) -> Iterator[tuple[str, torch.Tensor]]:
+        """``full_state_dict`` for an engine's weight sync, which copies each tensor in as it comes: under
+        ``trainer.lora`` each weight is merged as it is taken, so no second set of merged weights is held.
+        Collective when sharded (the gather happens at the call, before the first tensor)."""
+        state = self.backend.full_state_dict()
+        return lora.merged_items(state, self.cfg.lora) if self.cfg.lora.enabled else iter(state.items())
 
     def save_state(self, path: Path, asynchronous: bool = False):
         """Collective: model + optimizer (the backend's own format: torch.distributed.checkpoint

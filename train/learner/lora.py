@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Iterator
 
 import torch
 
@@ -101,22 +102,26 @@ class AdaptersOff:
             return self.module(*args, **kwargs)
 
 
-def merged_state(state: dict[str, torch.Tensor], cfg: LoraConfig) -> dict[str, torch.Tensor]:
-    """A full state dict with adapters (HF names + ``base_layer``/``lora_A``/``lora_B``) as the
-    plain HF model's: each adapted weight merged, W + (alpha / rank) B A, in its own dtype."""
+def merged_items(state: dict[str, torch.Tensor], cfg: LoraConfig) -> Iterator[tuple[str, torch.Tensor]]:
+    """``merged_state`` one tensor at a time, each merged as it is taken. An engine's weight sync
+    copies every tensor in as it arrives, so only one merged weight is alive at once, not a second
+    set of every adapted weight (+0.4 GiB on the quickstart's 135M in fp32, its memory peak)."""
     scale = cfg.alpha / cfg.rank
-    out = {}
     for name, value in state.items():
         if _LORA_KEY.search(name):
             continue
         if ".base_layer." in name:
             stem = name.split(".base_layer.")[0]
-            plain = name.replace(".base_layer.", ".")
             if name.endswith(".base_layer.weight"):
                 a = state[f"{stem}.lora_A.{ADAPTER}.weight"].to(torch.float32)
                 b = state[f"{stem}.lora_B.{ADAPTER}.weight"].to(torch.float32)
                 value = (value.to(torch.float32) + scale * (b @ a)).to(value.dtype)
-            out[plain] = value
+            yield name.replace(".base_layer.", "."), value
         else:
-            out[name] = value
-    return out
+            yield name, value
+
+
+def merged_state(state: dict[str, torch.Tensor], cfg: LoraConfig) -> dict[str, torch.Tensor]:
+    """A full state dict with adapters (HF names + ``base_layer``/``lora_A``/``lora_B``) as the
+    plain HF model's: each adapted weight merged, W + (alpha / rank) B A, in its own dtype."""
+    return dict(merged_items(state, cfg))
