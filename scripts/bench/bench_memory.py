@@ -43,7 +43,7 @@ PHASES = [
     ("train.loop.epoch_loop", "HelixRun.evaluate", "evaluate"),
     ("train.loop.epoch_loop", "HelixRun.grpo_step", "grpo step"),
     ("train.learner.learner", "Learner.step", "  learner step (forward, backward, optimizer)"),
-    ("train.learner.lora", "merged_state", "  adapters merged for the engine"),
+    ("train.learner.lora", "merged_state", "  adapters merged, all at once (export)"),
     ("rollout.vllm_engine", "VLLMEngine.sync_weights", "  engine weight sync"),
     ("train.loop.epoch_loop", "HelixRun.archive_and_select", "embed, archive, select"),
     ("train.loop.epoch_loop", "HelixRun.log_and_checkpoint", "log, checkpoint"),
