@@ -205,19 +205,21 @@ def test_merged_export_equals_peft_merge_loads_and_generates(tiny_model, tokeniz
 
 
 def test_the_engine_sync_takes_the_merged_weights_one_at_a_time(tiny_model, tokenizer):
-    """Learner.full_state_items (what the loop hands an engine's weight sync) is full_state_dict in the same
-    order, bit for bit, but merges each weight only when it is taken: a second full set of merged weights
-    was the quickstart's memory peak. Shown by changing a later layer's B after the first item: a merge made
-    up front would not see it."""
+    """Learner.full_state_view (what the loop hands an engine's weight sync) is full_state_dict as a mapping, same
+    names in the same order, bit for bit, but merges each weight only when it is read: a second full set of
+    merged weights was the quickstart's memory peak. Shown by changing a later layer's B after reading the first
+    weight: a merge made up front would not see it."""
+    from collections.abc import Mapping
+
     learner = _learner(tiny_model, tokenizer)
     _randomise_b(tiny_model)
     want = learner.full_state_dict()
-    got = list(learner.full_state_items())
-    assert [name for name, _ in got] == list(want)
-    for name, value in got:
+    view = learner.full_state_view()
+    assert isinstance(view, Mapping) and list(view) == list(want) and len(view) == len(want)
+    for name, value in view.items():
         torch.testing.assert_close(value, want[name], atol=0, rtol=0, msg=name)
 
-    items = learner.full_state_items()
+    items = iter(learner.full_state_view().items())
     first_name, _ = next(items)
     last = [n for n, p in tiny_model.named_parameters() if ".lora_B." in n][-1]
     plain = last.replace(f".lora_B.{lora.ADAPTER}.", ".")
@@ -225,8 +227,10 @@ def test_the_engine_sync_takes_the_merged_weights_one_at_a_time(tiny_model, toke
     with torch.no_grad():
         dict(tiny_model.named_parameters())[last].add_(1.0)
     rest = dict(items)
-    assert not torch.equal(rest[plain], want[plain])  # merged when taken, after the change
+    assert not torch.equal(rest[plain], want[plain])  # merged when read, after the change
     assert torch.equal(rest[plain], learner.full_state_dict()[plain])
+    with pytest.raises(KeyError):
+        view[last]  # the adapters themselves are not weights of the plain model
 
 
 def test_gradient_checkpointing_trains_the_adapters_alike(tiny_model, tokenizer):

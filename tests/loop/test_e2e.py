@@ -5,7 +5,6 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -131,9 +130,8 @@ class SyncingScriptedEngine(ScriptedEngine):
         super().__init__(model, tokenizer, batch_size, progress)
         self.shares_trainer_module = False
 
-    def sync_weights(self, weights):  # a mapping or (name, tensor) pairs, as the Engine contract allows
-        pairs = weights.items() if isinstance(weights, Mapping) else weights
-        SyncingScriptedEngine.synced.append({k: v.clone() for k, v in pairs})
+    def sync_weights(self, weights):
+        SyncingScriptedEngine.synced.append({k: v.clone() for k, v in weights.items()})
 
 
 @pytest.mark.slow

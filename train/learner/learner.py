@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -217,12 +217,12 @@ class Learner:
         state = self.backend.full_state_dict()
         return lora.merged_state(state, self.cfg.lora) if self.cfg.lora.enabled else state
 
-    def full_state_items(self) -> Iterator[tuple[str, torch.Tensor]]:
-        """``full_state_dict`` for an engine's weight sync, which copies each tensor in as it comes: under
-        ``trainer.lora`` each weight is merged as it is taken, so no second set of merged weights is held.
-        Collective when sharded (the gather happens at the call, before the first tensor)."""
+    def full_state_view(self) -> Mapping[str, torch.Tensor]:
+        """``full_state_dict`` for an engine's weight sync, which reads each tensor once: under ``trainer.lora``
+        a read-only mapping whose weights are merged when read (``lora.MergedView``), so no second set of merged
+        weights is held. Collective when sharded (the gather happens at the call, before any read)."""
         state = self.backend.full_state_dict()
-        return lora.merged_items(state, self.cfg.lora) if self.cfg.lora.enabled else iter(state.items())
+        return lora.MergedView(state, self.cfg.lora) if self.cfg.lora.enabled else state
 
     def save_state(self, path: Path, asynchronous: bool = False):
         """Collective: model + optimizer (the backend's own format: torch.distributed.checkpoint

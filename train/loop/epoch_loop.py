@@ -172,7 +172,7 @@ class HelixRun:
         cfg, resume = self.cfg, self.resume
         start_epoch, evo_state = load_checkpoint(resume, self.learner, self.info)
         if self.learner is not None and self.engine.needs_sync:  # the engine started from the base weights
-            self.engine.sync_weights(self.learner.full_state_items())
+            self.engine.sync_weights(self.learner.full_state_view())
         if start_epoch >= cfg.trainer.epochs:
             raise ConfigError(f"{resume} is already at epoch {start_epoch} of trainer.epochs = "
                               f"{cfg.trainer.epochs}; to train longer, resume with trainer.epochs=<more>")
@@ -390,7 +390,7 @@ class HelixRun:
         if self.engine.needs_sync and not epoch.train.get("skipped_step"):  # an engine with its own weights
             release_free_memory()  # the step's activations first: the sync's own buffers come on top of what is kept
             with self._timed(epoch, "weight_sync_time_s"):
-                self.engine.sync_weights(self.learner.full_state_items())  # collective under fsdp2/deepspeed
+                self.engine.sync_weights(self.learner.full_state_view())  # collective under fsdp2/deepspeed
         release_free_memory()  # the step's freed activations and logits, back to the system before generation
 
     def archive_and_select(self, epoch: Epoch) -> None:
