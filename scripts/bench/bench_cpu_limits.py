@@ -52,7 +52,8 @@ from train.learner.flops import (
 )
 
 
-def bench_grpo(model, tokenizer, cfg, args, shapes, counter, peak) -> Row:
+def bench_grpo(model, tokenizer, cfg, args, shapes, counter, peak, dense: bool = False) -> Row:
+    """``dense``: the baseline before prefix_attention, plain sdpa over the whole T x T mask."""
     from train.learner.distributed import DistInfo
     from train.learner.learner import Learner, Sample
 
@@ -64,6 +65,9 @@ def bench_grpo(model, tokenizer, cfg, args, shapes, counter, peak) -> Row:
         for i, n in enumerate(answer_lengths(args)):
             samples.append(Sample(prompt, torch.randint(100, vocab, (n,), generator=gen).tolist(), float(i), g))
     learner = Learner(model, cfg.trainer, args.group_size, cfg.rollout.temperature, tokenizer.pad_token_id, DistInfo())
+    for m in (learner.module, getattr(learner.ref, "module", learner.ref)) if dense else ():
+        if getattr(getattr(m, "config", None), "_attn_implementation", None) == "helix_sdpa":
+            m.set_attn_implementation("sdpa")  # the split kwargs reach plain sdpa, which ignores them
     best, processed = None, None
     for _ in range(args.repeats):
         counter.reset()
@@ -74,7 +78,8 @@ def bench_grpo(model, tokenizer, cfg, args, shapes, counter, peak) -> Row:
         if best is None or clock.wall < best.wall:
             best, processed = clock, counter.flops
     note = f"{int(metrics['micro_batches'])} micro-batches, shared_prefix={cfg.trainer.shared_prefix}"
-    return Row("GRPO step (Learner.step)", best.wall, best.cpu, grpo_useful(shapes, args), processed, peak, "float32", load(), note)
+    name = "GRPO step (Learner.step, dense sdpa: the baseline)" if dense else "GRPO step (Learner.step)"
+    return Row(name, best.wall, best.cpu, grpo_useful(shapes, args), processed, peak, "float32", load(), note)
 
 
 def bench_generation(model, tokenizer, cfg, args, shapes, counter, peak) -> list[Row]:
@@ -156,7 +161,8 @@ def main(argv=None) -> int:
     parser.add_argument("--ws-steps", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=1, help="GRPO steps timed (the fastest is reported)")
     parser.add_argument("--phases", nargs="+", default=["grpo", "generation", "warm_start"],
-                        choices=["grpo", "generation", "warm_start"])
+                        choices=["grpo", "grpo_dense", "generation", "warm_start"],
+                        help="grpo_dense: the GRPO step with plain sdpa over the dense shared-prefix mask (the baseline)")
     args = parser.parse_args(argv)
 
     from train.config.config import load_config
@@ -180,8 +186,8 @@ def main(argv=None) -> int:
         shapes = Shapes.of(model)
         counter = Counter(shapes)
         counter.attach(model)
-        if phase == "grpo":
-            rows.append(bench_grpo(model, tokenizer, cfg, args, shapes, counter, peak["float32"]))
+        if phase in ("grpo", "grpo_dense"):
+            rows.append(bench_grpo(model, tokenizer, cfg, args, shapes, counter, peak["float32"], phase == "grpo_dense"))
         elif phase == "generation":
             rows.extend(bench_generation(model, tokenizer, cfg, args, shapes, counter, peak))
         else:

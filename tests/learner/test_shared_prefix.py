@@ -110,11 +110,11 @@ def test_group_chunks_keep_groups_together_within_the_limits():
 
 # --- exactness against one row per sample ------------------------------------------------------
 
-@pytest.mark.parametrize("impl", ["sdpa", "eager"])
+@pytest.mark.parametrize("impl", ["sdpa", "helix_sdpa", "eager"])
 def test_logprobs_and_entropy_equal_the_per_sample_layout(tiny_model, tokenizer, impl):
     tiny_model.set_attn_implementation(impl)
     kind, _ = shared_prefix.mask_kind(tiny_model)
-    assert kind == {"sdpa": "bool", "eager": "float"}[impl]
+    assert kind == {"sdpa": "bool", "helix_sdpa": "bool", "eager": "float"}[impl]
     samples, pad = batch_of(), tokenizer.pad_token_id
     plain = pack(samples, pad)
     with torch.no_grad():

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from train.learner import lora, shared_prefix
+from train.learner import lora, prefix_attention, shared_prefix
 from train.learner.config import TrainerConfig
 from train.learner.distributed import DistInfo, all_reduce_max, all_reduce_sum
 from train.learner.grpo import LossSettings, actor_config, compute_advantages, grpo_loss, zero_std_fraction
@@ -89,8 +89,11 @@ def response_logprobs(model: torch.nn.Module, batch: dict[str, torch.Tensor], te
     entropy is only logged (trainer.entropy_coeff 0), so it is computed without a graph."""
     shared = "gather_row" in batch
     keep = int(batch["logits_to_keep"]) if shared else batch["response_mask"].shape[1] + 1
+    # A shared-prefix row tells prefix_attention where its prompt ends (plain sdpa and eager ignore it).
+    split = {"helix_prefix_len": int(batch["prefix_len"]), "helix_prefix_padded": bool(batch["prefix_padded"])} \
+        if shared else {}
     logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                   position_ids=batch["position_ids"], use_cache=False, logits_to_keep=keep).logits
+                   position_ids=batch["position_ids"], use_cache=False, logits_to_keep=keep, **split).logits
     # Position t predicts token t+1. Each (n, R, V) tensor is ~0.1 GB per micro-batch on SmolLM2's
     # 49k vocabulary: rebinding ``logits`` frees the model's copy as soon as the scaled one exists.
     logits = logits[:, :-1, :].float() / temperature
@@ -155,6 +158,8 @@ class Learner:
         self.backend = make_backend(cfg.strategy, cfg, info)  # everything that depends on trainer.strategy
         self.device = info.device
         self.ref = None
+        if cfg.shared_prefix:  # before the reference copy and the wrapping, so every forward uses it
+            prefix_attention.enable(model)
         if cfg.lora.enabled:  # adapters on the frozen base, before wrapping: only they train
             lora.apply(model, cfg.lora)
         elif cfg.kl_coef > 0:  # copied before the policy is wrapped (sharding is in place)

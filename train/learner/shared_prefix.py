@@ -19,7 +19,8 @@ import torch
 
 # Attention implementations that take a custom 4D mask as-is (transformers' masking_utils passes a
 # 4D mask through); flash_attention_* and flex_attention build their own and cannot express it.
-MASK_KINDS = {"sdpa": "bool", "eager": "float"}
+# helix_sdpa is sdpa that skips the prompt's masked-out pairs (train.learner.prefix_attention).
+MASK_KINDS = {"sdpa": "bool", "helix_sdpa": "bool", "eager": "float"}
 
 
 def mask_kind(model: torch.nn.Module) -> tuple[str | None, str]:
@@ -89,7 +90,8 @@ def layout(samples, pad_id: int, kind: str = "bool") -> dict[str, torch.Tensor]:
 
     Returns ``input_ids``/``position_ids`` (rows, T), ``attention_mask`` (rows, 1, T, T): bool
     (True = attend; what sdpa takes) or additive float32 (0 / -inf-like; what eager adds to its
-    scores), ``logits_to_keep`` (the tail columns S-1 .. T-1), ``segments`` (rows, T: -1 pad,
+    scores), ``logits_to_keep`` (the tail columns S-1 .. T-1), ``prefix_len`` (S) and ``prefix_padded``
+    (does any row's prompt start after column 0), ``segments`` (rows, T: -1 pad,
     0 prompt, j the j-th response of the row) and the gather indices ``gather_row``,
     ``gather_col`` (into the kept columns), ``targets`` and ``valid``, each (n, R) and aligned
     with ``pack(samples)["response_mask"]``.
@@ -134,8 +136,9 @@ def layout(samples, pad_id: int, kind: str = "bool") -> dict[str, torch.Tensor]:
     elif kind != "bool":
         raise ValueError(f"mask kind must be 'bool' or 'float', got {kind!r}")
     return {"input_ids": input_ids, "position_ids": position_ids, "attention_mask": allowed,
-            "logits_to_keep": torch.tensor(width + 1), "segments": segments, "gather_row": gather_row,
-            "gather_col": gather_col, "targets": targets, "valid": valid}
+            "logits_to_keep": torch.tensor(width + 1), "prefix_len": torch.tensor(s),
+            "prefix_padded": torch.tensor(any(len(samples[m[0]].prompt_ids) < s for m in packed)),
+            "segments": segments, "gather_row": gather_row, "gather_col": gather_col, "targets": targets, "valid": valid}
 
 
 def attention_mask(segments: torch.Tensor) -> torch.Tensor:
