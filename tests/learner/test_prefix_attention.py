@@ -98,15 +98,21 @@ def test_without_the_prompt_length_it_is_plain_sdpa():
 
 
 def test_the_learner_switches_sdpa_and_only_sdpa(tiny_model, tokenizer):
-    pad = tokenizer.pad_token_id
-    Learner(tiny_model, TrainerConfig(), group_size=4, temperature=1.0, pad_id=pad, info=DistInfo())
+    """Only a switched model's batches carry the prompt length, so no other model's forward gets the keywords."""
+    pad, samples = tokenizer.pad_token_id, row_samples((30, 41), [(5, 7), (6, 3)])
+    learner = Learner(tiny_model, TrainerConfig(), group_size=4, temperature=1.0, pad_id=pad, info=DistInfo())
     assert tiny_model.config._attn_implementation == prefix_attention.NAME
     assert shared_prefix.mask_kind(tiny_model) == ("bool", "")
+    batch = learner._batch(samples, [0, 1, 2, 3])
+    assert int(batch["prefix_len"]) == 41 and bool(batch["prefix_padded"])
     tiny_model.set_attn_implementation("sdpa")
     Learner(tiny_model, TrainerConfig(shared_prefix=False), group_size=4, temperature=1.0, pad_id=pad, info=DistInfo())
     assert tiny_model.config._attn_implementation == "sdpa"
     tiny_model.set_attn_implementation("eager")
-    assert not prefix_attention.enable(tiny_model) and tiny_model.config._attn_implementation == "eager"
+    learner = Learner(tiny_model, TrainerConfig(), group_size=4, temperature=1.0, pad_id=pad, info=DistInfo())
+    assert tiny_model.config._attn_implementation == "eager" and learner.mask_kind == "float"
+    batch = learner._batch(samples, [0, 1, 2, 3])
+    assert "gather_row" in batch and "prefix_len" not in batch and "prefix_padded" not in batch
 
 
 def test_a_switched_model_logprobs_and_generates_as_on_sdpa(tiny_model, tokenizer):

@@ -89,9 +89,10 @@ def response_logprobs(model: torch.nn.Module, batch: dict[str, torch.Tensor], te
     entropy is only logged (trainer.entropy_coeff 0), so it is computed without a graph."""
     shared = "gather_row" in batch
     keep = int(batch["logits_to_keep"]) if shared else batch["response_mask"].shape[1] + 1
-    # A shared-prefix row tells prefix_attention where its prompt ends (plain sdpa and eager ignore it).
+    # A shared-prefix row tells prefix_attention where its prompt ends (the learner keeps prefix_len only for a
+    # model it switched to helix_sdpa, so a model whose forward takes no extra keywords never gets them).
     split = {"helix_prefix_len": int(batch["prefix_len"]), "helix_prefix_padded": bool(batch["prefix_padded"])} \
-        if shared else {}
+        if "prefix_len" in batch else {}
     logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
                    position_ids=batch["position_ids"], use_cache=False, logits_to_keep=keep, **split).logits
     # Position t predicts token t+1. Each (n, R, V) tensor is ~0.1 GB per micro-batch on SmolLM2's
@@ -158,8 +159,8 @@ class Learner:
         self.backend = make_backend(cfg.strategy, cfg, info)  # everything that depends on trainer.strategy
         self.device = info.device
         self.ref = None
-        if cfg.shared_prefix:  # before the reference copy and the wrapping, so every forward uses it
-            prefix_attention.enable(model)
+        # before the reference copy and the wrapping, so every forward uses it
+        self.split_prefix = cfg.shared_prefix and prefix_attention.enable(model)
         if cfg.lora.enabled:  # adapters on the frozen base, before wrapping: only they train
             lora.apply(model, cfg.lora)
         elif cfg.kl_coef > 0:  # copied before the policy is wrapped (sharding is in place)
@@ -362,6 +363,8 @@ class Learner:
         if self.mask_kind:
             batch = {k: batch[k] for k in ("response_mask", "rollout_logp") if k in batch}
             batch.update(shared_prefix.layout(chosen, self.pad_id, self.mask_kind))
+            if not self.split_prefix:
+                del batch["prefix_len"], batch["prefix_padded"]
         return {k: v.to(self.device) for k, v in batch.items()}
 
     @torch.no_grad()

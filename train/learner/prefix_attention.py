@@ -36,7 +36,8 @@ def shared_prefix_sdpa(module: torch.nn.Module, query: torch.Tensor, key: torch.
                        **kwargs) -> tuple[torch.Tensor, None]:
     """transformers' attention-function contract: (batch, heads, T, dim) in, (batch, T, heads, dim) out."""
     s, t = helix_prefix_len, query.shape[2]
-    if s is None or attention_mask is None or attention_mask.dim() != 4 or key.shape[2] != t or not 0 < s < t:
+    if (s is None or attention_mask is None or attention_mask.dim() != 4 or key.shape[2] != t or not 0 < s < t
+            or kwargs.get("position_bias") is not None or kwargs.get("cache") is not None):  # what sdpa's own path adds
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       **kwargs)
     head = _sdpa(module, query[:, :, :s], key[:, :, :s], value[:, :, :s],
