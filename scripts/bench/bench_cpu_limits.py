@@ -54,6 +54,7 @@ from train.learner.flops import (
 
 def bench_grpo(model, tokenizer, cfg, args, shapes, counter, peak, dense: bool = False) -> Row:
     """``dense``: the baseline before prefix_attention, plain sdpa over the whole T x T mask."""
+    from train.learner import prefix_attention
     from train.learner.distributed import DistInfo
     from train.learner.learner import Learner, Sample
 
@@ -66,7 +67,7 @@ def bench_grpo(model, tokenizer, cfg, args, shapes, counter, peak, dense: bool =
             samples.append(Sample(prompt, torch.randint(100, vocab, (n,), generator=gen).tolist(), float(i), g))
     learner = Learner(model, cfg.trainer, args.group_size, cfg.rollout.temperature, tokenizer.pad_token_id, DistInfo())
     for m in (learner.module, getattr(learner.ref, "module", learner.ref)) if dense else ():
-        if getattr(getattr(m, "config", None), "_attn_implementation", None) == "helix_sdpa":
+        if getattr(getattr(m, "config", None), "_attn_implementation", None) == prefix_attention.NAME:
             m.set_attn_implementation("sdpa")  # the split kwargs reach plain sdpa, which ignores them
     best, processed = None, None
     for _ in range(args.repeats):

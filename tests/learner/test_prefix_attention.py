@@ -23,7 +23,6 @@ class Attn(torch.nn.Module):
 
     num_key_value_groups = H // HKV
     is_causal = True
-    training = False
 
 
 def row_samples(prompt_lens, answer_lens, seed=0):

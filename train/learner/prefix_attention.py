@@ -12,11 +12,13 @@ responses start:
 - the responses' queries against every key, with the mask's last T - S rows.
 
 Each query row is computed by the same kernel over the same keys (a masked key adds exactly 0 to the
-online softmax), so the forward is bit for bit the dense one; the prompt's key/value gradients sum
-two partial sums instead of one, which rounds differently (~1 ulp).
+online softmax): at the quickstart's shapes the forward is bit for bit the dense one, and on short rows,
+whose shorter key range the kernel blocks differently, it differs by round-off (~1e-7). The prompt's
+key/value gradients sum two partial sums instead of one, which rounds differently.
 
 The split only happens when the forward gets ``helix_prefix_len`` (``learner.response_logprobs``
-passes it with a shared-prefix batch); any other call, e.g. generation, is plain sdpa.
+passes it with a batch the Learner laid out for a switched model); any other call, e.g. generation,
+is plain sdpa.
 """
 
 from __future__ import annotations
