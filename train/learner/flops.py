@@ -126,6 +126,7 @@ class Row:
     dtype: str
     load: float
     note: str = ""
+    ceiling: object = None  # kernel_ceiling.Ceiling: the phase's own kernels timed alone, when measured
 
 
 def answer_lengths(args) -> list[int]:
@@ -144,9 +145,15 @@ def grpo_useful(shapes: Shapes, args) -> float:
 
 
 
+def gflops(rate: float) -> str:
+    """GFLOP/s for a table: whole numbers, with two decimals below 10 (emulated bf16 is not 0)."""
+    g = rate / 1e9
+    return f"{g:.0f}" if g >= 10 else f"{g:.2f}"
+
+
 def report(rows: list[Row], peaks: dict, threads: int) -> str:
     lines = [f"Peak matmul (2048^3, {threads} threads): " + ", ".join(
-                 f"{k} {v.flops_per_s / 1e9:.0f} GFLOP/s ({v.flops_per_cpu_s / 1e9:.0f} per CPU second)" for k, v in peaks.items()),
+                 f"{k} {gflops(v.flops_per_s)} GFLOP/s ({gflops(v.flops_per_cpu_s)} per CPU second)" for k, v in peaks.items()),
              "", "| phase | seconds | CPU s | useful GFLOP | processed GFLOP | useful GFLOP/s | dtype | % of peak | "
              "% of peak per CPU s | load | note |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -155,6 +162,18 @@ def report(rows: list[Row], peaks: dict, threads: int) -> str:
         proc = f"{r.processed / 1e9:.1f}" if r.processed is not None else "-"
         lines.append(f"| {r.phase} | {r.seconds:.2f} | {r.cpu_seconds:.2f} | {r.useful / 1e9:.1f} | {proc} | {rate / 1e9:.1f} | "
                      f"{r.dtype} | {100 * rate / r.peak.flops_per_s:.0f}% | {100 * cpu_share:.0f}% | {r.load:.2f} | {r.note} |")
+    measured = [r for r in rows if r.ceiling is not None]
+    if measured:
+        lines += ["", "Each phase's own matmul and attention kernels timed alone (the shapes it dispatched, hot in cache). "
+                  "\"Ceiling\": the phase's useful rate were everything else free:", "",
+                  "| phase | matmuls alone s | GFLOP/s | % of peak | attention alone s | GFLOP/s | % of peak | "
+                  "kernels' share of the phase | ceiling, % of peak |", "|---|---|---|---|---|---|---|---|---|"]
+        for r in measured:
+            c, top = r.ceiling, r.peak.flops_per_s
+            cells = [f"{c.seconds[k]:.2f} | {c.rate(k) / 1e9:.1f} | {100 * c.rate(k) / top:.0f}%" if c.calls[k] else "- | - | -"
+                     for k in ("matmul", "attention")]
+            lines.append(f"| {r.phase} | {cells[0]} | {cells[1]} | {100 * c.total_seconds / r.seconds:.0f}% | "
+                         f"{100 * r.useful / c.total_seconds / top:.0f}% |")
     if max(r.load for r in rows) > 2:
         lines.append("\nLoad average above 2: the box was shared; rerun on a quiet box for figures to quote.")
     return "\n".join(lines)
