@@ -62,6 +62,8 @@ def test_tensor_spec_rebuilds_expanded_and_transposed_layouts():
     for t in (torch.randn(4, 1, 6).expand(4, 5, 6), torch.randn(6, 9).t(), torch.zeros(2, 3, dtype=torch.bool)):
         made = TensorSpec.of(t).make(gen)
         assert (made.shape, made.stride(), made.dtype) == (t.shape, t.stride(), t.dtype)
+        if t.dtype == torch.bool:
+            assert bool(made.all())  # a mask that hides nothing: no all-masked row, no NaN
 
 
 def test_replay_scales_counts_by_steps_and_sums_flops_by_kind():

@@ -43,6 +43,8 @@ class TensorSpec:
         size = 1 + sum((n - 1) * s for n, s in zip(self.shape, self.stride) if n > 0)
         if self.dtype.is_floating_point:
             base = torch.randn(size, generator=gen).to(self.dtype)
+        elif self.dtype == torch.bool:
+            base = torch.ones(size, dtype=torch.bool)  # a mask that hides nothing: rows without NaN, the same work
         else:
             base = torch.zeros(size, dtype=self.dtype)
         return base.as_strided(self.shape, self.stride)
