@@ -54,8 +54,10 @@ if [[ "$INSTALLER" == uv ]]; then
      && UVFLAGS="$("$PY" "$ROOT/scripts/uv_flags.py" "$VENV/bin/python" 2>>"$UVLOG")"; then
     mapfile -t UVFLAGS <<<"$UVFLAGS"
     grep '^setup.sh: ' "$UVLOG" || true  # pip settings uv does not apply, if any
-    # pip's timeout for uv too (uv's default is 30 s); the constraints go by flag (uv reads no PIP_CONSTRAINT).
-    export UV_HTTP_TIMEOUT="${UV_HTTP_TIMEOUT:-${PIP_DEFAULT_TIMEOUT:-60}}"
+    # pip's timeout for uv too (a PIP_* variable or a config file; uv's default is 30 s); the constraints go by
+    # flag (uv reads no PIP_CONSTRAINT).
+    pip_timeout="$("$PY" "$ROOT/scripts/uv_flags.py" --timeout "$VENV/bin/python" 2>/dev/null || true)"  # not PIP_*: pip reads those
+    export UV_HTTP_TIMEOUT="${UV_HTTP_TIMEOUT:-${pip_timeout:-60}}"
     INSTALL=("$VENV/bin/uv" pip install --python "$VENV/bin/python" "${UVFLAGS[@]}" -c "$ROOT/constraints.txt")
     [[ -n "$NEVER_KEEP" ]] && INSTALL+=(--compile-bytecode)
     UNINSTALL=("$VENV/bin/uv" pip uninstall --python "$VENV/bin/python")

@@ -1,7 +1,8 @@
 """pip's configuration as uv flags, so scripts/setup.sh's uv installs from exactly the indexes, wheel folders and
 certificates pip would use (uv reads no pip.conf and no PIP_* variable).
 
-    python3 scripts/uv_flags.py VENV_PYTHON      # one flag per line, for bash's mapfile
+    python3 scripts/uv_flags.py VENV_PYTHON              # one flag per line, for bash's mapfile
+    python3 scripts/uv_flags.py --timeout VENV_PYTHON    # pip's timeout in seconds, or nothing: uv takes it as UV_HTTP_TIMEOUT
 
 It asks pip itself (`VENV_PYTHON -m pip config list`: every config file and every PIP_* variable, merged) and keeps
 pip's precedence: a PIP_* variable over the [install] section over [global]. Only the options that decide where
@@ -22,8 +23,11 @@ import sys
 LISTS = {"extra-index-url": "--extra-index-url", "find-links": "--find-links", "trusted-host": "--allow-insecure-host"}
 SINGLE = {"index-url": "--index-url", "cert": "--cert"}
 SWITCHES = {"no-index": "--no-index"}
-# Set by setup.sh for uv (UV_HTTP_TIMEOUT), or irrelevant to what gets installed: never reported.
-QUIET = {"constraint", "timeout", "default-timeout", "disable-pip-version-check", "progress-bar", "no-compile",
+# pip's two names for one option (--timeout, --default-timeout): one key, so pip's precedence holds across them.
+ALIASES = {"default-timeout": "timeout"}
+# Set by setup.sh for uv (the constraints; the timeout as UV_HTTP_TIMEOUT), or irrelevant to what gets installed:
+# never reported.
+QUIET = {"constraint", "timeout", "disable-pip-version-check", "progress-bar", "no-compile",
          "root-user-action", "no-warn-script-location", "no-input", "quiet", "verbose", "cache-dir", "no-cache-dir"}
 TRUE = {"1", "true", "yes", "on", "y", "t"}
 
@@ -40,6 +44,7 @@ def merged(listing: str) -> dict[str, str]:
         if section not in rank:
             continue  # another command's section, e.g. [freeze]
         key = key.replace("_", "-")
+        key = ALIASES.get(key, key)
         try:
             value = ast.literal_eval(raw)
         except (ValueError, SyntaxError):
@@ -66,15 +71,28 @@ def flags(options: dict[str, str]) -> tuple[list[str], list[str]]:
     return out, left
 
 
+def timeout(options: dict[str, str]) -> str:
+    """pip's timeout as whole seconds for UV_HTTP_TIMEOUT (uv wants an integer), or "" when pip has none."""
+    try:
+        return str(max(1, round(float(options.get("timeout", "")))))
+    except ValueError:
+        return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    want_timeout = argv[:1] == ["--timeout"]
+    argv = argv[1:] if want_timeout else argv
     if len(argv) != 1:
-        print("uv_flags.py: usage: VENV_PYTHON", file=sys.stderr)
+        print("uv_flags.py: usage: [--timeout] VENV_PYTHON", file=sys.stderr)
         return 2
     proc = subprocess.run([argv[0], "-m", "pip", "config", "list"], capture_output=True, text=True)
     if proc.returncode != 0:
         print(f"uv_flags.py: `pip config list` failed:\n{proc.stderr}", file=sys.stderr)
         return proc.returncode
+    if want_timeout:
+        print(timeout(merged(proc.stdout)))
+        return 0
     out, left = flags(merged(proc.stdout))
     if left:
         print(f"setup.sh: uv does not apply these pip settings: {', '.join(left)}; "

@@ -69,3 +69,22 @@ def test_a_failing_pip_config_fails_with_its_error(tmp_path):
     fake.chmod(0o755)
     proc = subprocess.run([sys.executable, str(SCRIPT), str(fake)], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 4 and "ERROR: pip is broken" in proc.stderr and proc.stdout == ""
+
+
+def test_pips_timeout_reaches_uv_from_a_config_file_or_a_variable(tmp_path):
+    # Either of pip's names, with pip's precedence across them: a variable over the config file.
+    assert uv_flags.timeout(uv_flags.merged("global.timeout='300'\n")) == "300"
+    assert uv_flags.timeout(uv_flags.merged("global.timeout='300'\n:env:.default-timeout='180'\n")) == "180"
+    assert uv_flags.timeout(uv_flags.merged(":env:.default-timeout='180'\ninstall.default_timeout='90'\n")) == "180"
+    assert uv_flags.timeout(uv_flags.merged("global.timeout='12.6'\n")) == "13"  # uv wants whole seconds
+    assert uv_flags.timeout(uv_flags.merged("global.timeout='soon'\n")) == ""
+    assert uv_flags.timeout(uv_flags.merged(LISTING)) == "180"
+    assert uv_flags.timeout({}) == ""
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\nprintf \"global.timeout='240'\\nglobal.find-links='/w'\\n\"\n")
+    fake.chmod(0o755)
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--timeout", str(fake)], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0 and proc.stdout == "240\n" and proc.stderr == ""
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(fake)], capture_output=True, text=True, timeout=30)
+    assert proc.stdout.split() == ["--find-links", "/w", "--index-strategy", "unsafe-best-match"]
+    assert proc.stderr == ""  # the timeout is no setting "uv does not apply"

@@ -29,7 +29,9 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-NAME = "helix_sdpa"
+from train.learner import shared_prefix
+
+NAME = shared_prefix.SPLIT_SDPA
 
 
 def shared_prefix_sdpa(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,

@@ -19,8 +19,10 @@ import torch
 
 # Attention implementations that take a custom 4D mask as-is (transformers' masking_utils passes a
 # 4D mask through); flash_attention_* and flex_attention build their own and cannot express it.
-# helix_sdpa is sdpa that skips the prompt's masked-out pairs (train.learner.prefix_attention).
-MASK_KINDS = {"sdpa": "bool", "helix_sdpa": "bool", "eager": "float"}
+# SPLIT_SDPA is sdpa that skips the prompt's masked-out pairs (train.learner.prefix_attention registers it
+# under this name; the name lives here so this layout module imports no model code).
+SPLIT_SDPA = "helix_sdpa"
+MASK_KINDS = {"sdpa": "bool", SPLIT_SDPA: "bool", "eager": "float"}
 
 
 def mask_kind(model: torch.nn.Module) -> tuple[str | None, str]:
