@@ -158,21 +158,22 @@ def test_durations_read_as_minutes_and_seconds(seconds, text):
 
 def _fake_venv(tmp_path: Path, uv_installs: bool) -> tuple[Path, Path]:
     """A venv whose python and uv record each call's arguments (a line of them per call) instead of installing. Its
-    pip installs uv or fails to, answers `pip config list` with one find-links folder, and fails every other
-    install; the fake uv fails with a two-line error."""
+    pip installs uv or fails to, answers `pip config list` with one find-links folder and a timeout, and fails every
+    other install; the fake uv records the UV_HTTP_TIMEOUT it was given and fails with a two-line error."""
     venv, calls = tmp_path / "venv", tmp_path / "calls"
     (venv / "bin").mkdir(parents=True)
     python = venv / "bin" / "python"
     python.write_text(f"""#!/bin/sh
 echo "python $*" >> '{calls}'
 case "$*" in
-  *"pip config list"*) echo "global.find-links='/srv/wheels'"; exit 0 ;;
+  *"pip config list"*) echo "global.find-links='/srv/wheels'"; echo "global.timeout='240'"; exit 0 ;;
   *" uv=="*) {'exit 0' if uv_installs else 'echo "ERROR: No matching distribution found for uv"; exit 1'} ;;
 esac
 echo "ERROR: pip cannot install here"; exit 1
 """)
     uv = venv / "bin" / "uv"
-    uv.write_text(f"#!/bin/sh\necho \"uv $*\" >> '{calls}'\necho 'error: No solution found'\necho '  hint: two'\nexit 2\n")
+    uv.write_text(f"#!/bin/sh\necho \"uv $*\" >> '{calls}'\necho \"UV_HTTP_TIMEOUT=$UV_HTTP_TIMEOUT\" >> '{calls}'\n"
+                  "echo 'error: No solution found'\necho '  hint: two'\nexit 2\n")
     for exe in (python, uv):
         exe.chmod(0o755)
     return venv, calls
@@ -189,17 +190,19 @@ def test_uv_installs_from_pips_sources_with_the_constraints_and_shows_its_error_
     where Python would never keep bytecode; when it fails, its whole output shows and setup stops."""
     venv, calls = _fake_venv(tmp_path, uv_installs=True)
     env = _bare_env(tmp_path, **({"PYTHONDONTWRITEBYTECODE": "1"} if never_write else {}))
+    env.pop("UV_HTTP_TIMEOUT", None)
     proc = subprocess.run(["bash", str(SETUP)], capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "setup.sh: installing with uv 0.13.9" in proc.stdout and "[1/6] torch 2.13.0" in proc.stdout
     assert "error: No solution found\n  hint: two\n" in proc.stderr and "[2/6]" not in proc.stdout
     made = calls.read_text().splitlines()
     assert made[0].startswith("python -m pip --disable-pip-version-check install") and made[0].endswith(" uv==0.13.9")
-    assert made[1] == "python -m pip config list"
-    uv = made[2].split()
+    assert made[1] == made[2] == "python -m pip config list"  # the sources, then the timeout
+    uv = made[3].split()
     assert uv[:5] == ["uv", "pip", "install", "--python", str(venv / "bin" / "python")]
     assert uv[uv.index("--find-links") + 1] == "/srv/wheels" and uv[uv.index("-c") + 1] == str(ROOT / "constraints.txt")
     assert uv[-1] == "torch==2.13.0" and ("--compile-bytecode" in uv) is never_write
+    assert made[4] == "UV_HTTP_TIMEOUT=240"  # pip's configured timeout, not the 60 s default
     assert not (venv / ".helix-setup-stamp").exists()
 
 
