@@ -75,7 +75,7 @@ def timeout(options: dict[str, str]) -> str:
     """pip's timeout as whole seconds for UV_HTTP_TIMEOUT (uv wants an integer), or "" when pip has none."""
     try:
         return str(max(1, round(float(options.get("timeout", "")))))
-    except ValueError:
+    except (ValueError, OverflowError):  # not a number, nan, inf
         return ""
 
 

@@ -78,6 +78,7 @@ def test_pips_timeout_reaches_uv_from_a_config_file_or_a_variable(tmp_path):
     assert uv_flags.timeout(uv_flags.merged(":env:.default-timeout='180'\ninstall.default_timeout='90'\n")) == "180"
     assert uv_flags.timeout(uv_flags.merged("global.timeout='12.6'\n")) == "13"  # uv wants whole seconds
     assert uv_flags.timeout(uv_flags.merged("global.timeout='soon'\n")) == ""
+    assert uv_flags.timeout(uv_flags.merged("global.timeout='inf'\n")) == ""  # setup.sh then uses its 60 s
     assert uv_flags.timeout(uv_flags.merged(LISTING)) == "180"
     assert uv_flags.timeout({}) == ""
     fake = tmp_path / "python"
