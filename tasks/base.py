@@ -111,6 +111,26 @@ class Verdict:
     metrics: dict[str, float] = field(default_factory=dict)
 
 
+EXACT_STATUSES = ("exact", "tolerance_only", "unchecked")
+
+
+@dataclass(frozen=True)
+class ExactCheck:
+    """A record claim re-checked at zero tolerance in exact arithmetic: what verifier.py's optional
+    ``check_exact(returned) -> ExactCheck`` says of an artefact ``verify`` accepted. Verifiers
+    tolerate 1e-9, so a packing with a 9e-10 overlap passes them; a reward at or above best_known
+    is called a record only when its artefact's check says "exact"."""
+
+    status: str  # one of EXACT_STATUSES: "exact" (every constraint holds with zero tolerance, in exact rational
+    # arithmetic of the returned floats), "tolerance_only" (one fails), "unchecked" (no exact check for the family)
+    detail: str  # one line: what was checked, the first violation found, or why it cannot be checked exactly
+    value: float | None = None  # the objective recomputed exactly from the returned numbers, rounded to a float
+
+    def __post_init__(self):
+        if self.status not in EXACT_STATUSES:
+            raise ValueError(f"ExactCheck status must be one of {', '.join(EXACT_STATUSES)}, got {self.status!r}")
+
+
 def invalid(feedback: str, **metrics: float) -> Verdict:
     """A rejected artefact: reward 0, and feedback that says why."""
     return Verdict(0.0, False, feedback, dict(metrics))

@@ -5,9 +5,10 @@ response positions restarting at 0 or continuing after the sibling) is caught by
 
 Tolerances (float32, tiny 2-layer Llama, 49k vocab): per-token log-probs atol 1e-5 (measured
 max |diff| ~1e-6: the two layouts only sum attention over the same keys in another order);
-entropies atol 5e-5 (a sum of 49k terms of size ~11; measured ~1e-5); parameter updates of one
-SGD step of lr 1 (= minus the accumulated gradient) rtol 1e-4, atol 1e-6, the margin
-test_learner.py uses for micro-batching. A wrong layout moves log-probs by > 1e-2.
+entropies atol 5e-5 (a sum of 49k terms of size ~11; measured ~1e-5); parameter updates of
+SGD steps of lr 1 (= minus the accumulated gradient, so round-off stays the gradient's round-off
+on any CPU) rtol 1e-4, atol 1e-6, the margin test_learner.py uses for micro-batching. A wrong
+layout moves log-probs by > 1e-2.
 """
 
 import copy
@@ -221,24 +222,48 @@ def test_wrong_mask_in_the_learner_changes_the_gradients(tiny_model, tokenizer, 
     assert worst > 1e-2
 
 
+def _two_mini_batch_updates(model, samples, pad, shared: bool) -> dict:
+    """Two optimizer steps per batch (ppo_mini_batches 2: pi_old and the reference from the frozen
+    forward, the second step's ratio off 1), with SGD lr 1: each weight's update is minus its
+    accumulated gradients, linear in them. (AdamW moves every weight by ~lr whatever its gradient's
+    size, so round-off in a near-0 gradient became a 2e-4 difference on an AVX2-only EPYC: a tolerance
+    that separated a bug from round-off only on the CPU it was measured on.)"""
+    _, metrics, delta = _sgd_step(model, samples, pad, shared_prefix=shared, micro_batch_size=5, ppo_mini_batches=2)
+    assert metrics["optimizer_steps"] == 2 and metrics["kl"] > 0
+    return delta
+
+
+def _assert_same_updates(got: dict, want: dict) -> None:
+    # rtol 1e-4, atol 1e-6: test_learner.py's micro-batching margin, as above; the updates are ~1e-2
+    for name in want:
+        torch.testing.assert_close(got[name], want[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
 def test_step_with_two_ppo_mini_batches_matches(tiny_model, tokenizer):
-    """AdamW, two optimizer steps per batch (pi_old and the reference from the frozen forward):
-    the same weights with shared_prefix on and off."""
+    """The same two updates with shared_prefix on and off."""
     samples, pad = batch_of(prompt_lens=(37, 61, 45, 29)), tokenizer.pad_token_id
-    weights = {}
-    for flag in (False, True):
-        model = copy.deepcopy(tiny_model)
-        cfg = TrainerConfig(lr=1e-2, grad_clip=1e9, micro_batch_size=5, ppo_mini_batches=2, shared_prefix=flag)
-        metrics = Learner(model, cfg, group_size=4, temperature=1.0, pad_id=pad, info=DistInfo()).step(samples)
-        assert metrics["optimizer_steps"] == 2 and metrics["kl"] > 0
-        weights[flag] = model.state_dict()
-    moved = max((weights[True][k] - tiny_model.state_dict()[k]).abs().max().item() for k in weights[True])
-    assert moved > 5e-3
-    # Adam moves each weight by ~lr whatever its gradient's size, so round-off in a near-0 gradient
-    # shows at ~1e-5 after two steps (up to 5.2e-5 for one weight of 4096 on an AVX2-only CPU, whose
-    # kernels round differently); a wrong layout moves weights by ~lr (1e-2), 50x the tolerance.
-    for name in weights[False]:
-        torch.testing.assert_close(weights[True][name], weights[False][name], atol=2e-4, rtol=1e-4, msg=name)
+    off = _two_mini_batch_updates(copy.deepcopy(tiny_model), samples, pad, False)
+    on = _two_mini_batch_updates(copy.deepcopy(tiny_model), samples, pad, True)
+    assert max(d.abs().max().item() for d in off.values()) > 1e-3  # a real update, not ~0 == ~0
+    _assert_same_updates(on, off)
+
+
+@pytest.mark.parametrize("wrong", ["sibling_mask", "positions_restart"])
+def test_two_mini_batch_check_fails_on_a_wrong_layout(tiny_model, tokenizer, monkeypatch, wrong):
+    """The comparison above is not blind: a wrong layout in the learner fails it."""
+    samples, pad = batch_of(prompt_lens=(37, 61, 45, 29)), tokenizer.pad_token_id
+    off = _two_mini_batch_updates(copy.deepcopy(tiny_model), samples, pad, False)
+    real = shared_prefix.layout
+
+    def wrong_layout(*args, **kwargs):
+        batch = real(*args, **kwargs)
+        _wrong_sibling_mask(batch) if wrong == "sibling_mask" else _wrong_positions(batch, "restart")
+        return batch
+
+    monkeypatch.setattr(shared_prefix, "layout", wrong_layout)
+    on = _two_mini_batch_updates(copy.deepcopy(tiny_model), samples, pad, True)
+    with pytest.raises(AssertionError):
+        _assert_same_updates(on, off)
 
 
 def test_attention_without_4d_masks_falls_back_with_one_line(tiny_model, tokenizer, capsys):

@@ -61,6 +61,18 @@ def test_plan_round(spread, batch, rounds, world, want):
     assert plan_round(spread, batch, rounds, 2, world) == want
 
 
+def test_an_exact_quotient_draws_exactly_that_many():
+    # B=33, 60 groups of which 22 have spread: 11 missing / (22/60) = 30 exactly; in floating point
+    # 11 / (22 / 60) is 30.000000000000004 and a float ceil drew 31
+    assert 11 / (22 / 60) > 30
+    spread = [True] * 22 + [False] * 38
+    assert plan_round(spread, 33, 0, 2, 1) == (list(range(22)), 30)
+    # and one more group missing needs 12 * 60 / 22 = 32.7 -> 33 (capped at B)
+    assert plan_round([True] * 21 + [False] * 39, 33, 0, 2, 1)[1] == 33
+    # 3 missing at a rate of 7/10: 30/7 = 4.29 -> 5, not 4
+    assert plan_round([True] * 7 + [False] * 3, 10, 0, 2, 1)[1] == 5
+
+
 def test_a_round_draws_no_more_than_the_budget_leaves():
     assert plan_round([False, False, True, True], 4, 0, 2, 1, room=2) == ([2, 3], 2)
     assert plan_round([False, False, True, True], 4, 0, 2, 1, room=9) == ([2, 3], 4)

@@ -1,5 +1,10 @@
 """One GRPO step (or save / resume) on the tiny policy, run alone or under torchrun by
-tests/learner/test_distributed_train.py. Writes the resulting full weights to OUT/weights.pt (rank 0)."""
+tests/learner/test_distributed_train.py. Writes the resulting full weights to OUT/weights.pt (rank 0).
+
+AdamW runs with eps 1e3 by default (``--adam linear``): its update is then linear in the gradient, so
+two layouts' weights differ by their gradients' round-off. With AdamW's own eps every first update is
+~lr x sign(grad), and round-off that flips a near-0 gradient's sign moves a weight by ~lr: a
+tolerance set above that on one CPU failed on another (an AVX2-only EPYC: 2.17e-4)."""
 
 import argparse
 import gc
@@ -40,7 +45,11 @@ def main() -> None:
     ap.add_argument("--ppo-mini-batches", type=int, default=1)
     ap.add_argument("--bf16", action="store_true")
     ap.add_argument("--dtype", default="float32", help="model.dtype: the dtype the policy is loaded in")
-    ap.add_argument("--lr", type=float, default=1e-2)
+    ap.add_argument("--lr", type=float, default=None, help="default: 10 with --adam linear, 1e-2 with plain")
+    ap.add_argument("--adam", choices=("linear", "plain"), default="linear",
+                    help="linear: AdamW with eps 1e3, whose update is linear in the gradient (about SGD with lr "
+                         "lr/1e3), so weights of two layouts compare their gradients and round-off stays "
+                         "round-off on any CPU; plain: AdamW's own eps, each first update ~lr x sign(grad)")
     ap.add_argument("--offload", action="store_true")
     ap.add_argument("--gradient-checkpointing", action="store_true")
     ap.add_argument("--generate", action="store_true",
@@ -53,7 +62,8 @@ def main() -> None:
     model, tok = load_policy("tiny-random", args.dtype, None, seed=0)
     if args.gradient_checkpointing:
         model.gradient_checkpointing_enable()
-    cfg = TrainerConfig(lr=args.lr, grad_clip=1e9, strategy=args.strategy, micro_batch_size=2,
+    lr = args.lr if args.lr is not None else (10.0 if args.adam == "linear" else 1e-2)
+    cfg = TrainerConfig(lr=lr, grad_clip=1e9, strategy=args.strategy, micro_batch_size=2,
                         max_tokens_per_micro_batch=args.token_budget, lr_warmup_steps=2,
                         zero_stage=args.zero_stage, ppo_mini_batches=args.ppo_mini_batches, bf16=args.bf16,
                         offload_params=args.offload,
@@ -61,6 +71,11 @@ def main() -> None:
     torch.manual_seed(0)  # the LoRA A matrices: the same draw on every rank and in one process
     learner = Learner(model, cfg, group_size=3, temperature=1.0, pad_id=tok.pad_token_id, info=info)
     assert learner.strategy == ("none" if args.strategy == "ddp" and info.world == 1 else args.strategy), learner.strategy
+    if args.adam == "linear":
+        inner = getattr(learner.optimizer, "optimizer", learner.optimizer)  # DeepSpeed's ZeRO optimizer wraps torch's
+        assert isinstance(inner, torch.optim.AdamW), type(inner)
+        for group in inner.param_groups:
+            group["eps"] = 1e3
     if args.load:
         learner.load_state(Path(args.load))
     if args.generate:

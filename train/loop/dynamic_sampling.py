@@ -19,7 +19,6 @@ the learner pads its micro-batches to the others' count (train.learner.learner._
 
 from __future__ import annotations
 
-import math
 import time
 
 from train.learner.distributed import broadcast
@@ -39,8 +38,10 @@ def plan_round(spread: list[bool], batch: int, rounds_done: int, max_rounds: int
     missing = batch - len(kept)
     if missing <= 0 or rounds_done >= max_rounds:
         return kept, 0
-    rate = sum(spread) / len(spread) if spread else 0.0
-    wanted = batch if rate == 0 else min(batch, math.ceil(missing / rate))
+    with_spread = sum(spread)
+    # missing / (with_spread / len(spread)), rounded up in integers: a float quotient that should be exact
+    # (11 / (22/60) = 30.000000000000004) would draw one prompt more than the rule says
+    wanted = batch if not with_spread else min(batch, -(-missing * len(spread) // with_spread))
     count = max(wanted, missing, world)
     if room is not None:
         count = min(count, room)
