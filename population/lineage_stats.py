@@ -78,12 +78,14 @@ class LineageStats:
         if ids.min() < 1:
             raise ValueError(f"archive ids start at 1, got {int(ids.min())}")
         self._grow(int(ids.max()) + 1)
-        for sid, p in zip(ids.tolist(), parents.tolist()):
-            if self.parent[sid] != ABSENT:
+        earlier: set[int] = set()  # this batch's, before the row at hand
+        for sid, p in zip(ids.tolist(), parents.tolist()):  # all checked before anything is counted
+            if self.parent[sid] != ABSENT or sid in earlier:
                 raise ValueError(f"solution {sid} is counted already")
-            if p != ROOT and not (0 < p < sid and self.parent[p] != ABSENT):
+            if p != ROOT and not (0 < p < sid and (self.parent[p] != ABSENT or p in earlier)):
                 raise ValueError(f"solution {sid}'s parent {p} is not counted before it")
-            self.parent[sid] = p
+            earlier.add(sid)
+        self.parent[ids] = parents
         has_parent = parents != ROOT
         self.total += int(has_parent.sum())
         for p, k in zip(*np.unique(parents[has_parent], return_counts=True)):
@@ -120,7 +122,8 @@ class LineageStats:
         below = np.zeros((len(ids), len(ids)), bool)  # below[i, j]: ids[j] is ids[i] or one of its ancestors
         for i, sid in enumerate(ids.tolist()):
             for a in self.chain(sid):
-                below[i, where.get(a, [])] = True
+                if a in where:
+                    below[i, where[a]] = True
         related = below | below.T
         return best.copy(), self.visits[ids] + self.pending[ids], self.total + self.pending_total, related
 

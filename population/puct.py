@@ -6,7 +6,9 @@ in as arrays (population/lineage_stats.py keeps them).
 Followed from the public code, test-time-training/discover at 96df74f,
 tinker_cookbook/recipes/ttt/sampler.py: ``PUCTSampler`` (lines 319-623): ``_compute_scale`` and
 ``_compute_prior`` (428-440), ``sample_states`` (471-527), the visit updates in ``update_states`` (534-550)
-and ``record_failed_rollout`` (619-623); the paper's summary of the rule agrees:
+and ``record_failed_rollout`` (619-623). A published summary of the paper's §3.3 names the same terms (Q the
+best reward among the states generated from s, P a rank prior, n(s) the expansions of s or its descendants,
+T all expansions); the paper's own text was not at hand. The rule as the code runs it:
 
     score(s) = Q(s) + c * scale * P(s) * sqrt(1 + T) / (1 + n(s))
 
@@ -17,6 +19,8 @@ and ``record_failed_rollout`` (619-623); the paper's summary of the rule agrees:
 * P(s): a linear rank prior over the candidates, weight N - rank (best N, worst 1), normalised. Ties
   share the better rank here (TTT-Discover's double argsort gives tied states arbitrary distinct ranks).
 * scale = max R - min R over the candidates (at least 1e-6), so c is in units of the reward spread.
+  TTT-Discover leaves its initial states out of the spread, whose values are placeholders there; HELIX's
+  starter is evaluated like any child, so it counts.
 * n(s): expansions of s or of any descendant (visits propagate up the lineage); T: all expansions.
   Every rollout is one expansion, a failed one too, so a parent picked for one prompt of G completions
   gains G visits. TTT-Discover divides n and T by the group size in its formula but sets that divisor to

@@ -184,3 +184,16 @@ def test_bad_input_is_one_clear_error():
         puct_scores([], [], [], 0)
     with pytest.raises(ValueError, match="each after its parent"):
         LineageStats.from_rows([1, 2], [None, 2], [0.0, 0.0], [True, True])
+
+
+def test_a_refused_batch_counts_nothing():
+    stats = small_tree()
+    before = stats.state_dict()
+    with pytest.raises(ValueError, match="solution 8's parent 9 is not counted before it"):
+        stats.add([7, 8], [1, 9], [0.1, 0.2], [True, True])  # 7 is fine, 8 is not: neither is counted
+    with pytest.raises(ValueError, match="solution 7 is counted already"):
+        stats.add([7, 7], [1, 1], [0.1, 0.2], [True, True])
+    for key, value in stats.state_dict().items():
+        np.testing.assert_array_equal(value, before[key], err_msg=key)
+    stats.add([7, 8], [1, 7], [0.1, 0.2], [True, True])  # a parent earlier in the same batch is fine
+    assert stats.visits[1] == 7 and stats.visits[7] == 1 and stats.subtree_best[7] == 0.2
