@@ -153,3 +153,13 @@ def test_minimum_overlap_refuses_what_is_not_a_function_into_0_1():
                            ([3.0, 0.25, 0.25], "> 1"), ([0.5] * 10_001, "over the limit of 10000")):
         verdict = C5.verify(heights)
         assert not verdict.valid and words in verdict.feedback, verdict.feedback
+
+
+def test_an_exact_check_too_large_to_run_says_unchecked():
+    """Heights spanning 2^1000 make every packed digit 2,100 bits wide: 9,100 of them exceed the 16 Mbit the
+    exact convolution is allowed, so check_exact answers "unchecked" (quickly) while the verifier scores them."""
+    heights = [1.0] * 4600 + [2.0**-1000] * 4500  # scaled to sum n/2 the 1s become 4550/4600 < 1
+    assert C1.verify(heights).valid and C5.verify(heights).valid
+    for task in (C1, C5):
+        check = exact_check(task, heights)
+        assert check.status == "unchecked" and "too many for an exact" in check.detail
