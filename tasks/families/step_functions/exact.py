@@ -5,15 +5,15 @@ Every float is a dyadic rational m / 2^k, so multiplying all heights by the larg
 each into an integer with no rounding. The convolution of two integer sequences is then exact; it is
 computed by Kronecker substitution: each sequence is packed into one big integer, one digit per entry in
 base 2^w (w bits leave room for any coefficient), the two are multiplied (Python's big-integer product),
-and the coefficients are read back digit by digit. 30,000 heights of 53 bits take about 1.4 s, where
-a Python loop over the n^2 products would take minutes.
+and the coefficients are read back digit by digit: one subquadratic product (Karatsuba) instead of
+a Python loop over the n^2 products.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
 
-MAX_WORK_BITS = 16 << 20  # packed operand size beyond which an exact check is "unchecked": 12 Mbit take 9 s here
+MAX_WORK_BITS = 16 << 20  # packed operand size beyond which an exact check answers "unchecked" (it would take minutes)
 
 
 def integers(values) -> tuple[list[int], int]:
