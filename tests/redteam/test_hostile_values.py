@@ -27,7 +27,8 @@ from tests.helpers.hostile_verdicts import with_warnings
 # The families whose verifiers this red team owns: they must handle every hostile value themselves
 # (one line of feedback, no "could not check the result"), not only through the guard.
 OWN = ("circle_packing_26", "circle_packing_26_disk", "circle_packing_32", "circle_packing_rect_21", "spherical_code_30",
-       "eggholder", "mishra_bird", "keane_bump_10", "keane_bump_20", "keane_bump_30", "boston_housing")
+       "eggholder", "mishra_bird", "keane_bump_10", "keane_bump_20", "keane_bump_30", "boston_housing",
+       "first_autocorrelation", "erdos_minimum_overlap", "heilbronn_triangle_11", "kissing_number_11")
 
 
 @cache
