@@ -3,9 +3,9 @@ item at a time (tasks/families/bin_packing/driver.py) and the check of the packi
 
 from pathlib import Path
 
-from tasks.base import Verdict
+from tasks.base import ExactCheck, Verdict
 from tasks.families.bin_packing.driver import OnlineDriver
-from tasks.families.bin_packing.verify import Instances, verify_packing
+from tasks.families.bin_packing.verify import Instances, exact_packing, verify_packing
 
 INSTANCES = Instances(Path(__file__).resolve().parent)  # item sizes and L2 bounds, from this folder's data.npz
 DRIVER = OnlineDriver(INSTANCES.capacity, INSTANCES.items)  # task.yaml's driver: the items never enter the sandbox
@@ -13,3 +13,7 @@ DRIVER = OnlineDriver(INSTANCES.capacity, INSTANCES.items)  # task.yaml's driver
 
 def verify(returned) -> Verdict:
     return verify_packing(INSTANCES, returned)
+
+
+def check_exact(returned) -> ExactCheck:
+    return exact_packing(INSTANCES, returned)
