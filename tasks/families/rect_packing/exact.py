@@ -25,8 +25,9 @@ def check_rect_packing(returned, n: int) -> ExactCheck:
     x, y, r = rest[:n], rest[n:2 * n], rest[2 * n:]
     found = radius_violations(r, scale) + overlap_violations(x, y, r, scale)
     found += box_violations(x, y, r, w, h, scale, "the rectangle")
-    if w + h > HALF_PERIMETER * scale:
-        over = ratio(w + h - int(HALF_PERIMETER) * scale, scale)
+    bound = int(HALF_PERIMETER) * scale  # 2, scaled (integers only: a float times 2^1074 overflows)
+    if w + h > bound:
+        over = ratio(w + h - bound, scale)
         found.append((over, f"the rectangle's w + h exceeds 2 by {over:.3g} (perimeter over 4)"))
     total = ratio(sum(r), scale)
     return outcome(found, f"{n} circles with radii >= 0 inside a {width:.6g} x {height:.6g} rectangle with w + h <= 2, "
