@@ -128,3 +128,16 @@ def test_a_near_record_through_the_sandbox_is_valid_charged_and_reported_within_
         f"[helix] epoch 5: solution 77 beats best_known 2.6358 with {result.reward:.10g} (within tolerance only: "
         "circles 16 and 22 overlap by 9e-10): not called a record"]
     assert records.target_hit(task, 2.6358, [77], [kid]) is None  # nor does it stop a run at its target
+
+
+def test_the_last_lines_state_the_best_and_the_best_that_holds_exactly(tmp_path):
+    from population.archive import Archive
+
+    with Archive(tmp_path / "a.sqlite") as arch:
+        assert records.end_of_run(MSTD, arch, None, tmp_path / "best_program.py") == []
+        row = dict(parent_id=None, epoch=0, code="x = 1", valid=True, feedback="ok")
+        arch.add_many([dict(row, reward=1.04, exact=EXACT), dict(row, epoch=2, reward=1.06, exact=LOOSE)])
+        assert records.end_of_run(MSTD, arch, None, tmp_path / "best_program.py") == [
+            f"[helix] best reward 1.06 (within tolerance only: circles 16 and 22 overlap by 9e-10); solution 2, epoch 2; "
+            f"program: {tmp_path / 'best_program.py'}",
+            "[helix] best that holds exactly: reward 1.04, solution 1, epoch 0"]

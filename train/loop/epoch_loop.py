@@ -11,7 +11,6 @@ timed the same way (``_timed``) into the epoch's phase times (metrics.jsonl ``*_
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import random
 import time
@@ -337,7 +336,7 @@ class HelixRun:
         on_batch = None
         if self.main:
             evo = self.main.evo
-            best = evo.archive.best()  # the record candidates this epoch's evaluations re-check exactly
+            best = evo.archive.best()  # this epoch's record candidates, re-checked exactly by the evaluator
             self.main.evaluator.exact_from = records.check_from(self.task, best.reward if best else None, self.stop_target)
             epoch.evaluation = BackgroundEvaluation(self.task, self.main.evaluator, epoch.round, epoch.number,
                                                     evo.archived, cfg.evolution.repeats, evo.novelty_gate(epoch.round))
@@ -495,17 +494,8 @@ class HelixRun:
                 else:
                     path = export_hf(self.model, self.tokenizer, run_dir.export_path)
                 print(f"[helix] exported Hugging Face model to {path}", flush=True)
-            best = evo.archive.best()
-            if best is not None:
-                heldout = None
-                if self.task.heldout is not None:  # the best program on instances the run never saw (task.yaml)
-                    heldout = records.score_heldout(self.task, self.main.evaluator, best)
-                    evo.archive.set_meta("heldout", json.dumps(heldout))
-                print(records.best_line(best, heldout, str(run_dir.path / "best_program.py")), flush=True)
-                exact = evo.archive.best_exact()
-                if records.status(best) != "exact" and exact is not None:
-                    print(f"[helix] best that holds exactly: reward {exact.reward:.10g}, solution {exact.id}, "
-                          f"epoch {exact.epoch}", flush=True)
+            for line in records.end_of_run(self.task, evo.archive, self.main.evaluator, run_dir.path / "best_program.py"):
+                print(line, flush=True)
             evo.archive.close()
             run_dir.close()
             self.main.evaluator.close()

@@ -11,7 +11,9 @@ checked exactly, docs/tasks.md: its reward is all there is), never "within toler
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 from rewards import Evaluator
 from tasks.base import Task, exact_label, one_line
@@ -88,6 +90,24 @@ def score_heldout(task: Task, evaluator: Evaluator, best) -> dict:
                      runner=evaluator.runner).evaluate(best.code)  # not closed: the runner is the run's
     return dict(solution_id=best.id, epoch=best.epoch, run_reward=best.reward, reward=held.reward, valid=held.valid,
                 status=held.status, feedback=one_line(held.feedback, 500), metrics=held.metrics, about=task.heldout.about)
+
+
+def end_of_run(task: Task, archive, evaluator: Evaluator, program: Path) -> list[str]:
+    """The run's last lines (none before a valid solution): the best with its exact check and, for a task with
+    held-out instances, its score on them (stored in the archive's meta ``heldout``), then the best that holds
+    exactly when the best reward does not."""
+    best = archive.best()
+    if best is None:
+        return []
+    heldout = None
+    if task.heldout is not None:
+        heldout = score_heldout(task, evaluator, best)
+        archive.set_meta("heldout", json.dumps(heldout))
+    lines = [best_line(best, heldout, str(program))]
+    exact = archive.best_exact()
+    if status(best) != "exact" and exact is not None:
+        lines.append(f"[helix] best that holds exactly: reward {exact.reward:.10g}, solution {exact.id}, epoch {exact.epoch}")
+    return lines
 
 
 def best_line(best, heldout: dict | None, program: str) -> str:
