@@ -40,19 +40,22 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 # advantage: what the GRPO update applied to the child's response tokens; advantage_inputs: what the
 # estimator saw (JSON); artefact: what a valid child's program returned, for tasks with a render.py (JSON,
 # bounded: rewards.evaluator.ARTEFACT_LIMIT). The run browser and the report read these, never re-run anything.
+# exact: the task's exact check of a record candidate (JSON {"status", "detail", "value"}, status first;
+# NULL: no check ran, the child was below every record threshold or the archive predates the checks).
 _ADDED = (("second_parent_id", "INTEGER REFERENCES solutions(id)"), ("operator", "TEXT NOT NULL DEFAULT 'edit'"),
-          ("advantage", "REAL"), ("advantage_inputs", "TEXT"), ("artefact", "TEXT"))
+          ("advantage", "REAL"), ("advantage_inputs", "TEXT"), ("artefact", "TEXT"), ("exact", "TEXT"))
 _INDEXES = """
 CREATE INDEX IF NOT EXISTS solutions_parent ON solutions(parent_id);
 CREATE INDEX IF NOT EXISTS solutions_second_parent ON solutions(second_parent_id);
 """
 _FIELDS = ("id", "parent_id", "epoch", "code", "reward", "valid", "feedback", "metrics", "eval_time_s", "prompt_id", "completion",
-           "second_parent_id", "operator", "advantage", "advantage_inputs")
-# What an archive without the column means (advantage, advantage_inputs: not recorded).
-_LEGACY = {"second_parent_id": "NULL", "operator": "'edit'", "advantage": "NULL", "advantage_inputs": "NULL"}
+           "second_parent_id", "operator", "advantage", "advantage_inputs", "exact")
+# What an archive without the column means (advantage, advantage_inputs, exact: not recorded).
+_LEGACY = {"second_parent_id": "NULL", "operator": "'edit'", "advantage": "NULL", "advantage_inputs": "NULL", "exact": "NULL"}
 _REQUIRED = ("parent_id", "epoch", "code", "reward", "valid", "feedback")
 _OPTIONAL = {"metrics": {}, "eval_time_s": 0.0, "prompt_id": None, "completion": None, "second_parent_id": None,
-             "operator": "edit", "advantage": None, "advantage_inputs": None, "artefact": None}
+             "operator": "edit", "advantage": None, "advantage_inputs": None, "artefact": None, "exact": None}
+EXACT_STATUS = "exact"  # what a record needs: population.archive.Archive.best_exact
 _IN_CHUNK = 500  # ids per "IN (...)" query, well under SQLite's bound-variable limit
 
 
@@ -73,6 +76,7 @@ class Solution:
     operator: str = "edit"  # how it was made (rollout.operators)
     advantage: float | None = None  # what the GRPO update applied to its tokens; None: not recorded or not trained
     advantage_inputs: dict | None = None  # what the estimator saw (estimator, norm_by_std, reward, tokens)
+    exact: dict | None = None  # the task's exact check {status, detail, value}; None: no check ran
 
     @property
     def parents(self) -> tuple[int, ...]:
@@ -81,7 +85,7 @@ class Solution:
 
 def _row(r) -> Solution:
     return Solution(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], json.loads(r[7]), r[8], r[9], r[10], r[11], r[12],
-                    r[13], None if r[14] is None else json.loads(r[14]))
+                    r[13], None if r[14] is None else json.loads(r[14]), None if r[15] is None else json.loads(r[15]))
 
 
 def _json_default(obj):
@@ -107,9 +111,12 @@ def _params(i: int, row: dict) -> tuple:
     advantage = None if row["advantage"] is None else float(row["advantage"])
     inputs = None if row["advantage_inputs"] is None else json.dumps(row["advantage_inputs"], default=_json_default)
     artefact = None if row["artefact"] is None else str(row["artefact"])
+    exact = row["exact"]
+    if exact is not None:  # status first: best_exact finds it by its text
+        exact = json.dumps({"status": dict(exact).get("status"), **dict(exact)}, default=_json_default)
     return (parent, int(row["epoch"]), str(row["code"]), reward, int(bool(row["valid"])), str(row["feedback"]),
             json.dumps(row["metrics"] or {}, default=_json_default), eval_time, row["prompt_id"], row["completion"],
-            second, str(row["operator"]), advantage, inputs, artefact)
+            second, str(row["operator"]), advantage, inputs, artefact, exact)
 
 
 class Archive:
@@ -166,8 +173,8 @@ class Archive:
             for p in params:
                 cur = self.db.execute(
                     "INSERT INTO solutions (parent_id, epoch, code, reward, valid, feedback, metrics, eval_time_s, "
-                    "prompt_id, completion, second_parent_id, operator, advantage, advantage_inputs, artefact) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", p)
+                    "prompt_id, completion, second_parent_id, operator, advantage, advantage_inputs, artefact, exact) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", p)
                 ids.append(cur.lastrowid)
         return ids
 
@@ -235,6 +242,15 @@ class Archive:
     def best(self) -> Solution | None:
         """Highest reward among valid solutions (earliest on ties); None if none is valid."""
         r = self.db.execute(self._select + " WHERE valid = 1 ORDER BY reward DESC, id ASC LIMIT 1").fetchone()
+        return _row(r) if r else None
+
+    def best_exact(self) -> Solution | None:
+        """Highest reward among solutions whose exact check said "exact" (earliest on ties): the best that may be
+        called a record; None if there is none (or the archive predates the checks)."""
+        if "exact" not in self.columns:
+            return None
+        r = self.db.execute(self._select + " WHERE valid = 1 AND exact LIKE ? ORDER BY reward DESC, id ASC LIMIT 1",
+                            (f'{{"status": "{EXACT_STATUS}",%',)).fetchone()
         return _row(r) if r else None
 
     def top(self, k: int) -> list[Solution]:

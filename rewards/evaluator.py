@@ -9,6 +9,11 @@ the data copied in; a driven task (task.yaml ``driver``) keeps its data here, in
 that the runner advances one request at a time (rewards/channel.py), and its artefact is what the
 driver returns; a task with a cascade first runs its cheap stage-1 check under the short limit
 and skips the full run when that fails (see ``Evaluator.evaluate``).
+
+A valid artefact whose reward reaches ``Evaluator.exact_from`` (the loop sets it to the lowest reward
+that could be a record: the task's best known, the run's best so far, a stop target) is also re-checked
+by the task at zero tolerance (``task.check_exact``, tasks/base.py), here, on the artefact the sandbox
+returned: ``Evaluation.exact``. Below it no check runs, so its cost falls on record candidates only.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ class Evaluation:
     eval_time_s: float = 0.0
     status: str = "ok"  # one of STATUSES
     artefact: str | None = None  # what a valid program returned, as JSON (``Evaluator(keep_artefacts=True)``)
+    exact: dict | None = None  # the task's exact check {status, detail, value} of a record candidate; None: not run
 
 
 def artefact_json(value, limit: int = ARTEFACT_LIMIT) -> str | None:
@@ -103,16 +109,18 @@ class Evaluator:
     """A thread pool whose threads each drive one sandboxed subprocess (the GIL is no bottleneck)."""
 
     def __init__(self, task, workers: int | None = None, timeout_s: float | None = None, memory_mb: int | None = None,
-                 cascade: bool | None = None, runner=None, keep_artefacts: bool = False):
+                 cascade: bool | None = None, runner=None, keep_artefacts: bool = False, exact_from: float | None = None):
         """``cascade``: None follows the task (on when task.yaml sets cascade_entry); False turns it
         off; True requires the task to have one. ``runner``: what runs one program, called like
         ``run_program`` (default: a sandbox on this machine; ``rewards.ray_eval.RayRunner``: on a Ray
         cluster, and then ``workers`` defaults to the cluster's CPUs; such an ``elastic`` runner admits
         programs as CPUs free up, so a batch is handed to it whole). ``keep_artefacts``: each valid
         program's artefact comes back as JSON (``Evaluation.artefact``, at most ARTEFACT_LIMIT bytes), so
-        a reader can draw it without re-running the program."""
+        a reader can draw it without re-running the program. ``exact_from``: a valid program whose reward
+        reaches it is re-checked exactly (``Evaluation.exact``); None: never. The loop moves it each epoch."""
         self.task = task
         self.keep_artefacts = keep_artefacts
+        self.exact_from = exact_from
         self.runner = runner if runner is not None else run_program
         default = self.runner.cpus() if hasattr(self.runner, "cpus") else (os.cpu_count() or 1)
         self.workers = int(workers) if workers is not None else default
@@ -172,7 +180,17 @@ class Evaluator:
         status = "ok" if valid else "invalid"
         metrics = {str(k): float(v) for k, v in dict(verdict.metrics).items()}
         artefact = artefact_json(run.value) if valid and self.keep_artefacts else None
-        return Evaluation(reward, valid, _bounded(f"{verdict.feedback}\n{took}"), metrics, elapsed, status, artefact)
+        exact = self._exact(run.value) if valid and self.exact_from is not None and reward >= self.exact_from else None
+        return Evaluation(reward, valid, _bounded(f"{verdict.feedback}\n{took}"), metrics, elapsed, status, artefact, exact)
+
+    def _exact(self, value) -> dict | None:
+        """The task's exact check of a valid artefact, as the archive keeps it; None for a task object without
+        one (rewards/ imports no tasks module, so the check is whatever ``task.check_exact`` is)."""
+        check = getattr(self.task, "check_exact", None)
+        if check is None:
+            return None
+        result = check(value)
+        return {"status": result.status, "detail": result.detail, "value": result.value}
 
     def _failure_text(self, run: RunResult, limit_s: float | None = None) -> str:
         entry = self.task.entry_function

@@ -25,7 +25,8 @@ import math
 import numpy as np
 
 from tasks.base import ExactCheck, Verdict, invalid
-from tasks.families.step_functions.exact import MAX_WORK_BITS, convolve, integers, packed_bits
+from tasks.families.exact import integers
+from tasks.families.step_functions.exact import MAX_WORK_BITS, convolve, packed_bits
 from tasks.families.step_functions.heights import read_heights, scaled
 
 MAX_STEPS = 10_000  # the published records use 51 to 600 steps

@@ -27,7 +27,8 @@ import numpy as np
 from scipy.signal import fftconvolve
 
 from tasks.base import ExactCheck, Verdict, invalid
-from tasks.families.step_functions.exact import MAX_WORK_BITS, convolve, integers, packed_bits
+from tasks.families.exact import integers
+from tasks.families.step_functions.exact import MAX_WORK_BITS, convolve, packed_bits
 from tasks.families.step_functions.heights import read_heights, scaled
 
 MAX_STEPS = 100_000  # the published records use 600 to 30,000 steps

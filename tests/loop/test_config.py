@@ -63,6 +63,9 @@ def test_unknown_section_names_nearest(tmp_path):
     ("task.name=circle_packing26", "Did you mean 'circle_packing_26'"),
     ("trainer.adv_estimator=grpoo", "Did you mean 'grpo'"),
     ("trainer.policy_loss=gspoo", "Did you mean 'gspo'"),
+    ("run.stop_at_reward=bestknown", "is neither a number nor one of ['best_known'] (nor null). Did you mean 'best_known'?"),
+    ("run.stop_at_reward=true", "run.stop_at_reward: True is neither a number nor one of ['best_known']"),
+    ("run.stop_at_reward=.inf", "run.stop_at_reward = inf must be a finite number, best_known or null"),
 ])
 def test_bad_values_fail_at_start_up(override, fragment):
     with pytest.raises(ConfigError) as err:
@@ -200,3 +203,10 @@ def test_a_closed_set_of_numbers_takes_no_bool():
     with pytest.raises(ConfigError, match=r"trainer.zero_stage: True is not one of \[1, 2, 3\]"):
         load_config(None, ["trainer.zero_stage=true"])
     assert load_config(None, ["trainer.zero_stage=2"]).trainer.zero_stage == 2
+
+
+@pytest.mark.parametrize("text, value", [("2.5", 2.5), ("3", 3.0), ("'1e-3'", 0.001), ("best_known", "best_known"),
+                                         ("null", None)])
+def test_stop_at_reward_takes_a_number_or_best_known(text, value):
+    cfg = load_config(CONFIGS / "quickstart.yaml", [f"run.stop_at_reward={text}"])
+    assert cfg.run.stop_at_reward == value and type(cfg.run.stop_at_reward) is type(value)

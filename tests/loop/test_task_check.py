@@ -49,6 +49,33 @@ def test_the_template_passes_as_written(scaffolded):
     assert result.task.entry_function == "solve" and result.reward < result.task.best_known
 
 
+def test_the_templates_exact_check_refuses_what_only_the_tolerance_lets_in(scaffolded):
+    from tasks import load_task
+
+    name, _ = scaffolded
+    task = load_task(name)
+    grid = [[(i + 0.5) / 4, j / 2] for i in range(4) for j in range(3)]  # the starter's 4 x 3 grid, rows at 0 and 1
+    assert task.verify(grid).valid and task.check_exact(grid).status == "exact"
+    grid[11][1] = 1 + 5e-10  # within the verifier's TOL
+    check = task.check_exact(grid)
+    assert task.verify(grid).valid and check.status == "tolerance_only"
+    assert check.detail == "point 11 = (0.875, 1.0000000005) is outside the unit square (within 1e-09)"
+
+
+@pytest.mark.parametrize("body, words", [
+    ("    return 1 / 0\n", "check_exact() on the starter's result raised ZeroDivisionError: division by zero"),
+    ("    return 'exact'\n", "check_exact() on the starter's result: the exact check returned str, not tasks.base.ExactCheck"),
+])
+def test_a_broken_exact_check_fails_the_task_check_naming_its_file(scaffolded, body, words):
+    """In a run a check that raises is only "unchecked" (never a crash); the task check makes it a line."""
+    name, folder = scaffolded
+    text = (folder / "verifier.py").read_text()
+    start = text.index("    for i, (x, y) in enumerate(returned):")
+    (folder / "verifier.py").write_text(text[:start] + body)
+    line = failure(name)
+    assert words in line and line.startswith(f"tasks/{name}/verifier.py")
+
+
 def test_a_verifier_with_a_syntax_error_names_its_file_and_line(scaffolded):
     name, folder = scaffolded
     edit(folder, "verifier.py", "def verify(returned):", "def verify(returned)")

@@ -254,3 +254,28 @@ def test_advantage_and_artefact_round_trip_and_an_older_archive_is_migrated(tmp_
         assert arch.rewind(ids[1], 0) == 1  # the new row moves aside whole
         cols = {t: [r[1] for r in arch.db.execute(f"PRAGMA table_info({t})")] for t in ("solutions", "discarded_solutions")}
         assert cols["solutions"] == cols["discarded_solutions"] and cols["solutions"][-3:] == ["advantage", "advantage_inputs", "artefact"]
+
+
+def test_exact_checks_round_trip_best_exact_and_an_older_archive_reads_as_not_checked(tmp_path):
+    """A record candidate's exact check is kept with it; best_exact is the best whose check said exact (the
+    best reward may hold only within tolerance); an archive from before the column reads as not checked."""
+    from population.archive import ReadOnlyArchive
+
+    path = tmp_path / "a.sqlite"
+    fails = {"detail": "circles 16 and 22 overlap by 9e-10", "status": "tolerance_only", "value": None}  # status not first
+    holds = {"status": "exact", "detail": "every constraint holds", "value": 2.5}
+    with Archive(path) as arch:
+        ids = arch.add_many([row(reward=2.5, exact=holds), row(reward=2.6, exact=fails), row(reward=2.55),
+                             row(reward=2.5, exact=holds), row(reward=3.0, valid=False, exact=holds)])
+        assert [arch.get(i).exact for i in ids[:3]] == [holds, fails, None]
+        assert arch.best().id == ids[1] and arch.best_exact().id == ids[0]  # earliest of the two exact 2.5s
+    db = sqlite3.connect(path)
+    for table in ("solutions", "discarded_solutions"):
+        db.execute(f"ALTER TABLE {table} DROP COLUMN exact")
+    db.commit()
+    db.close()
+    with ReadOnlyArchive(path) as arch:
+        assert arch.get(ids[0]).exact is None and arch.best_exact() is None and arch.best().id == ids[1]
+    with Archive(path) as arch:  # a writer migrates: old rows not checked, new ones kept
+        (new,) = arch.add_many([row(reward=2.7, exact=holds)])
+        assert arch.get(ids[0]).exact is None and arch.best_exact().id == new

@@ -4,7 +4,8 @@ Every task's verifier is run, through ``Task.verify`` (the path the evaluator ta
 values planted in a real artefact: its starter's own result, taken once through the real sandbox
 (harness and all), so each hostile value sits where the verifier looks. Whatever the artefact
 holds, no exception escapes, nothing is printed (no numpy warning, nothing on stderr), and the
-verdict is invalid or has a finite reward, with finite float metrics only. The guard in
+verdict is invalid or has a finite reward, with finite float metrics only; where the verifier accepts
+the value, the task's exact check (issue 53) runs on it too, in one line, without a warning. The guard in
 ``Task.verify`` is also shown to bite on a verifier that lets overflow, NaN and inf out."""
 
 import dataclasses
@@ -71,6 +72,10 @@ def test_hostile_values_get_a_clear_verdict_never_an_overflow(name, capfd):
         verdict, caught = with_warnings(lambda: task.verify(artefact))
         problems += problems_with(task, label, verdict, caught)
         count += 1
+        if verdict.valid:  # a record candidate: its exact check must run on whatever the verifier accepted
+            check, caught = with_warnings(lambda: task.check_exact(artefact))
+            if caught or check.detail.startswith("the exact check could not run") or "\n" in check.detail:
+                problems.append(f"{label}: exact check {check} (warnings: {[str(w.message) for w in caught]})")
     out, err = capfd.readouterr()
     assert not problems, f"{len(problems)} problem(s) in {count} hostile artefacts: " + "\n".join(problems[:12])
     assert (out, err) == ("", ""), f"the verifier printed: {(out + err)[:500]}"

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from tasks import load_task
-from tasks.families.step_functions.exact import convolve, integers
+from tasks.families.exact import integers
+from tasks.families.step_functions.exact import convolve
 
 C1 = load_task("first_autocorrelation")
 C5 = load_task("erdos_minimum_overlap")

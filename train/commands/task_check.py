@@ -10,7 +10,9 @@ model has loaded (or, worse, a run that trains on rewards that are all zero). In
 1. ``task.yaml`` against its schema, the files, the starter's entry function (``load_task``);
 2. ``verifier.py`` imports (a syntax error or a failing import names its file and line);
 3. the starter runs once in the sandbox and its own verifier scores it valid, with a reward above
-   0 and not above ``best_known`` (reaching it only with ``starter_reaches_best_known``).
+   0 and not above ``best_known`` (reaching it only with ``starter_reaches_best_known``); the
+   verifier's ``check_exact``, where it has one, runs on the starter's result without raising and
+   returns an ``ExactCheck`` (in a run a broken check is only "unchecked", so it would go unseen).
 
 Every failure is one line naming the file and the problem (exit code 2); where the verifier raised,
 the line names the verifier's own file and line, and ``--verbose`` adds the traceback. Nothing is
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import sys
 import time
@@ -116,8 +119,18 @@ def check_task(name: str, timeout_s: float | None = None, memory_mb: int | None 
             raised.append(exc)
             return invalid("the verifier raised")  # replaced by the one line below
 
-    checked = dataclasses.replace(task, _verify=verify)
-    evaluator = Evaluator(checked, workers=1, timeout_s=timeout_s, memory_mb=memory_mb)
+    exact_raised: list[BaseException] = []
+    inner_exact = task._check_exact
+
+    def check_exact(returned):  # likewise for the exact check, which Task.check_exact turns into "unchecked"
+        try:
+            return inner_exact(returned)
+        except Exception as exc:
+            exact_raised.append(exc)
+            raise
+
+    checked = dataclasses.replace(task, _verify=verify, _check_exact=check_exact if inner_exact else None)
+    evaluator = Evaluator(checked, workers=1, timeout_s=timeout_s, memory_mb=memory_mb, exact_from=-math.inf)
     try:
         result = evaluator.evaluate(task.initial_program)
     except Exception as exc:  # Task.verify raises for a verifier bug (e.g. not returning a Verdict)
@@ -126,6 +139,11 @@ def check_task(name: str, timeout_s: float | None = None, memory_mb: int | None 
         evaluator.close()
     if raised:
         raise _raised(raised[0], "verify() on the starter's result", folder / "verifier.py")
+    if exact_raised:
+        raise _raised(exact_raised[0], "check_exact() on the starter's result", folder / "verifier.py")
+    if result.exact and result.exact["detail"].startswith("the exact check returned"):
+        raise TaskCheckError(f"{_shown(folder / 'verifier.py')}: check_exact() on the starter's result: "
+                             f"{result.exact['detail']}")
     if result.status not in ("ok", "invalid"):
         limit = f" (limit {evaluator.timeout_s:g} s)" if result.status == "timeout" else ""
         raise TaskCheckError(f"{starter}: the starter does not run in the sandbox: {result.status}{limit}: "

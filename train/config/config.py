@@ -11,9 +11,10 @@ train.config.schema.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal, Optional, Union
 
 import yaml
 
@@ -56,6 +57,10 @@ class RunConfig:
     # children generated (edited and evaluated); 0: no limit
     max_evaluations: Annotated[int, ">= 0 (0: no limit)"] = 0
     time_budget_s: Annotated[float, ">= 0 (0: no limit)"] = 0.0  # wall-clock seconds; 0: no limit
+    # stop after the epoch in which a child reaches this reward (up to the task's improvement_tolerance) and its
+    # exact check holds (exact, or unchecked for a task that cannot be checked; never within tolerance only):
+    # a number, or best_known (the task's); checkpoint, export and resume as for the budgets. null: never
+    stop_at_reward: Optional[Union[float, Literal["best_known"]]] = None
     # epochs in a row with no applied edit or no GRPO reward spread before one warning with the likely
     # cause and fix (train/loop/no_learning.py); 0: never warn
     no_learning_epochs: Annotated[int, ">= 0 (0: never warn)"] = 2
@@ -107,6 +112,9 @@ def validate(cfg: HelixConfig, source: str = "<config>") -> HelixConfig:
                           f"(engines return raw logprobs); got {cfg.rollout.temperature}")
     if cfg.trainer.dynamic_sampling.enabled:
         _check_dynamic_sampling(cfg, source)
+    if isinstance(cfg.run.stop_at_reward, float) and not math.isfinite(cfg.run.stop_at_reward):
+        raise ConfigError(f"{source}: run.stop_at_reward = {cfg.run.stop_at_reward} must be a finite number, best_known "
+                          "or null")
     if cfg.selection.strategy == "islands" and cfg.population.size < cfg.selection.n_islands:
         raise ConfigError(f"{source}: population.size = {cfg.population.size} must be >= selection.n_islands = "
                           f"{cfg.selection.n_islands} (every island needs a slot)")

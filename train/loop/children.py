@@ -100,7 +100,7 @@ def evaluate_children(task, evaluator, jobs: list[Job], outputs: list[list[Compl
     for child, result in zip(programs, evaluator.evaluate_many([c.code for c in programs], progress=progress)):
         child.reward, child.valid, child.feedback, child.eval_time_s = (result.reward, result.valid, result.feedback,
                                                                         result.eval_time_s)
-        child.artefact = result.artefact
+        child.artefact, child.exact = result.artefact, result.exact
         child.metrics = dict(result.metrics, status_ok=float(result.status == "ok"), **child.metrics)
         if result.status == "infra":  # never judged (rewards.ray_eval): archived for the record only
             child.is_program = False

@@ -11,6 +11,7 @@ timed the same way (``_timed``) into the epoch's phase times (metrics.jsonl ``*_
 from __future__ import annotations
 
 import contextlib
+import math
 import random
 import time
 from concurrent.futures import Future
@@ -36,13 +37,14 @@ from train.learner.export import export_hf, export_state
 from train.learner.learner import Learner, Sample
 from train.learner.memory import release_free_memory
 from train.learner.models import TINY_RANDOM, cache_root, load_policy, load_tokenizer, resolve_policy_path
+from train.loop import records
 from train.loop.checkpoint import checkpoint_logs, load_checkpoint, save_checkpoint
 from train.loop.children import BackgroundEvaluation, Job
 from train.loop.dynamic_sampling import DROPPED, refill
 from train.loop.epoch_metrics import add_phase_times, epoch_metrics, operator_metrics
 from train.loop.evolution import Evolution
 from train.loop.no_learning import LearningWatch
-from train.loop.run_dir import RunDir, table_columns, table_header, table_row
+from train.loop.run_dir import RunDir, resume_command, table_columns, table_header, table_row
 
 
 @dataclass
@@ -84,6 +86,8 @@ class Epoch:
     metrics: dict | None = None
     samples: list[dict] | None = None
     stop: bool = False
+    notes: list[str] = field(default_factory=list)  # rank 0: lines printed after the epoch's row (record claims)
+    reached: tuple | None = None  # rank 0: (archive id, child) that reached run.stop_at_reward
 
 
 def without_logprobs(groups: list[list[Completion]]) -> list[list[Completion]]:
@@ -147,6 +151,7 @@ class HelixRun:
         seed_everything(cfg.run.seed)
         self.cfg, self.info, self.resume = cfg, info, resume
         self.task = load_task(cfg.task.name)
+        self.stop_target = records.stop_target(self.task, cfg.run.stop_at_reward)  # run.stop_at_reward as a number
         self.progress = cfg.run.progress and info.is_main
         # EvoOnly with an engine that holds its own policy (openai: the server's) needs the
         # tokenizer alone: no weights are loaded, warm-started or exported.
@@ -229,7 +234,8 @@ class HelixRun:
             print(f"[helix] resuming from {resume} (epoch {self.start_epoch} of {cfg.trainer.epochs})", flush=True)
         evaluator = Evaluator(self.task, workers=cfg.task.eval_workers or None, timeout_s=cfg.task.timeout_s,
                               memory_mb=cfg.task.memory_mb, runner=runner,
-                              keep_artefacts=(self.task.folder / "render.py").is_file())  # drawn by train/runs
+                              keep_artefacts=(self.task.folder / "render.py").is_file(),  # drawn by train/runs
+                              exact_from=-math.inf)  # the starter is the run's first best: checked; then records.check_from
         evo = Evolution(cfg, run_dir.archive_path, self.task, evaluator, resume=evo_state)
         builder = PromptBuilder(self.tokenizer, self.task.prompt_description(cfg.rollout.description),
                                 self.task.entry_function, evaluator.timeout_s, cfg.rollout.max_prompt_tokens,
@@ -330,6 +336,8 @@ class HelixRun:
         on_batch = None
         if self.main:
             evo = self.main.evo
+            best = evo.archive.best()  # this epoch's record candidates, re-checked exactly by the evaluator
+            self.main.evaluator.exact_from = records.check_from(self.task, best.reward if best else None, self.stop_target)
             epoch.evaluation = BackgroundEvaluation(self.task, self.main.evaluator, epoch.round, epoch.number,
                                                     evo.archived, cfg.evolution.repeats, evo.novelty_gate(epoch.round))
             if cfg.rollout.batch_size:
@@ -407,14 +415,17 @@ class HelixRun:
                 epoch.diversity, epoch.chosen = evo.select(epoch.number, epoch.rng)
             best = evo.archive.best()
             if best is not None:
-                self.main.run_dir.write_best(best.code, best.reward, best.id, best.epoch)
+                self.main.run_dir.write_best(best.code, best.reward, best.id, best.epoch, records.exact_label(best.exact))
+            epoch.notes = records.claims(self.task, epoch.number, ids, epoch.children)
+            if self.stop_target is not None:
+                epoch.reached = records.target_hit(self.task, self.stop_target, ids, epoch.children)
             epoch.metrics = self._metrics(epoch, best.reward if best else None, prior.reward if prior else None)
             epoch.samples = [dict(epoch=epoch.number, solution_id=ids[i], parent_id=c.parent_id, reward=c.reward,
                                   feedback=c.feedback[:500], completion=c.completion)
                              for i, c in enumerate(epoch.children[: self.cfg.run.samples_per_epoch])]
             spent = evo.archive.count() - 1  # children so far (the seed is not one)
             run = self.cfg.run
-            stop = bool((run.max_evaluations and spent >= run.max_evaluations)
+            stop = bool((run.max_evaluations and spent >= run.max_evaluations) or epoch.reached is not None
                         or (run.time_budget_s and time.perf_counter() - self.t_start >= run.time_budget_s))
         epoch.stop = broadcast(stop, self.info)
 
@@ -448,12 +459,17 @@ class HelixRun:
             self.main.run_dir.log_metrics(add_phase_times(epoch.metrics, epoch.times))
             self.main.run_dir.log_samples(epoch.samples)
             self._say(table_row(epoch.metrics, self.columns))
+            for note in epoch.notes:
+                self._say(note)
             warning = self.watch.update(epoch.metrics)
             if warning:
                 self._say(warning)
-            if epoch.stop and n < cfg.trainer.epochs:
+            resume = resume_command(self.main.run_dir.path)
+            if epoch.reached is not None:
+                self._say(records.stop_line(n, epoch.reached, self.stop_target, cfg.run.stop_at_reward, resume))
+            elif epoch.stop and n < cfg.trainer.epochs:
                 self._say(f"[helix] budget reached after epoch {n} ({self.main.evo.archive.count() - 1} children); "
-                          "stopping")
+                          f"stopping. To go on: {resume} with a larger run.max_evaluations or run.time_budget_s")
 
     def wait_for_checkpoint(self) -> None:
         """Block until the background checkpoint write, if any, is renamed into place (its errors raise here)."""
@@ -478,10 +494,8 @@ class HelixRun:
                 else:
                     path = export_hf(self.model, self.tokenizer, run_dir.export_path)
                 print(f"[helix] exported Hugging Face model to {path}", flush=True)
-            best = evo.archive.best()
-            if best is not None:
-                print(f"[helix] best reward {best.reward:.10g} (solution {best.id}, epoch {best.epoch}); "
-                      f"program: {run_dir.path / 'best_program.py'}", flush=True)
+            for line in records.end_of_run(self.task, evo.archive, self.main.evaluator, run_dir.path / "best_program.py"):
+                print(line, flush=True)
             evo.archive.close()
             run_dir.close()
             self.main.evaluator.close()

@@ -146,7 +146,8 @@ class Evolution:
         result = self.evaluator.evaluate(self.task.initial_program)
         (root,) = self.archive.add_many([dict(
             parent_id=None, epoch=0, code=self.task.initial_program, reward=result.reward, valid=result.valid,
-            feedback=result.feedback, metrics=result.metrics, eval_time_s=result.eval_time_s, prompt_id=None, completion=None)])
+            feedback=result.feedback, metrics=result.metrics, eval_time_s=result.eval_time_s, prompt_id=None, completion=None,
+            exact=result.exact)])
         if self.lineage is not None:
             self.lineage.add([root], [None], [result.reward], [result.valid])
         self._index([root], [self.task.initial_program], np.array([(root, result.reward, result.valid, -1)], POOL),

@@ -144,8 +144,10 @@ class RunDir:
         (self.path / "prompts").mkdir(exist_ok=True)
         atomic_write(self.path / "prompts" / f"epoch-{epoch}.jsonl", "".join(json_line(row) for row in rows))
 
-    def write_best(self, code: str, reward: float, solution_id: int, epoch: int) -> None:
-        header = f"# HELIX best program: reward {reward:.10g}, solution {solution_id}, found in epoch {epoch}\n"
+    def write_best(self, code: str, reward: float, solution_id: int, epoch: int, exact: str = "") -> None:
+        """best_program.py; ``exact``: what its exact check found (tasks.base.exact_label), beside the reward."""
+        said = f" ({exact})" if exact else ""
+        header = f"# HELIX best program: reward {reward:.10g}{said}, solution {solution_id}, found in epoch {epoch}\n"
         atomic_write(self.path / "best_program.py", header + code)
 
     def close(self, exit_code: int = 0) -> None:

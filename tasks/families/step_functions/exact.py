@@ -11,16 +11,7 @@ a Python loop over the n^2 products.
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 MAX_WORK_BITS = 16 << 20  # packed operand size beyond which an exact check answers "unchecked" (it would take minutes)
-
-
-def integers(values) -> tuple[list[int], int]:
-    """(integers n_i, scale D) with values[i] == n_i / D exactly; D is a power of two (1 for integers)."""
-    ratios = [Fraction(float(v)) for v in values]
-    scale = max((r.denominator for r in ratios), default=1)  # powers of two: the largest is a multiple of all
-    return [r.numerator * (scale // r.denominator) for r in ratios], scale
 
 
 def packed_bits(a: list[int], b: list[int]) -> int:
