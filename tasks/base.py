@@ -22,6 +22,17 @@ than being silently ignored.
 
 Optional task.yaml keys (all checked at load time):
 
+* ``form``: ``construct`` (the default) or ``search``. A construct-form program's ``entry_function()``
+  builds its answer from nothing. A search-form program's is called ``entry_function(construction,
+  budget_s, seed)``: ``construction`` is its parent's construction as the verifier received it (JSON
+  data; ``None`` on the run's first call, when the starter builds its own), ``budget_s`` the seconds it
+  should spend (less than the time limit, which still holds), ``seed`` an int fresh per child; it returns
+  an improved construction in the verifier's format, and may call ``report(construction)`` (a global the
+  sandbox provides) so that, stopped by the time limit, its last report is scored. The verifier is the
+  same either way: it scores what comes back from scratch. The starter's entry function must take those
+  three arguments (checked here); a search cannot have a harness, a driver or a cascade. See
+  docs/search_form.md.
+
 * ``harness`` + ``harness_entry``: a trusted Python file that the sandbox executes right after the
   candidate program, in the same module, and whose ``harness_entry()`` it calls instead of the
   program's ``entry_function``. Its definitions come last, so they win over any redefinition by the
@@ -105,6 +116,8 @@ from tasks.template import check_template
 
 TASKS_DIR = Path(__file__).resolve().parent
 TIMEOUT_SCALES = ("paper", "cpu")  # task.timeout_scale: which of task.yaml's limits a run defaults to
+FORMS = ("construct", "search")  # task.yaml form: entry() builds an answer, or entry(construction, budget_s, seed) improves one
+SEARCH_ARGUMENTS = ("construction", "budget_s", "seed")  # what a search-form entry function is called with, in order
 IMPROVEMENT_TOLERANCE = 1e-9  # default relative margin of a new best (task.yaml improvement_tolerance)
 log = logging.getLogger(__name__)
 
@@ -209,6 +222,7 @@ class Task:
     objectives: tuple[Objective, ...] = ()  # declared objectives beside reward and Div (task.yaml)
     _check_exact: Callable[[Any], ExactCheck] | None = field(default=None, repr=False, compare=False)  # verifier.py's
     heldout: HeldOut | None = field(default=None, repr=False, compare=False)  # task.yaml heldout, loaded
+    form: str = "construct"  # FORMS: how the entry function is called (task.yaml form)
 
     def improves(self, reward: float, best: float | None) -> bool:
         """Whether ``reward`` beats ``best`` by more than the task's relative tolerance (None: anything does)."""
@@ -319,6 +333,8 @@ _SPEC: dict[str, tuple[tuple[type, ...], Callable[[Any], bool], str]] = {
     "best_known_source": ((str,), bool, "a non-empty string"),
 }
 _OPTIONAL: dict[str, tuple[tuple[type, ...], Callable[[Any], bool], str]] = {
+    "form": ((str,), lambda v: v in FORMS, "'construct' (entry() builds an answer, the default) or 'search' "
+             "(entry(construction, budget_s, seed) improves the construction it is given)"),
     "harness": ((str,), lambda v: _is_tasks_path(v) and v.endswith(".py"),
                 "a .py file path relative to tasks/ (e.g. families/symreg/harness.py): '/' between parts, "
                 "none of them '..', '.' or empty, so not absolute"),
@@ -382,6 +398,11 @@ def _read_spec(folder: Path) -> dict:
         raise ValueError(f"{path}: 'driver' drives the harness's entry step by step: add 'harness' and 'harness_entry'")
     if "driver" in spec and "cascade_entry" in spec:
         raise ValueError(f"{path}: 'driver' and 'cascade_entry' cannot be combined (a cascade's stage 1 would run undriven)")
+    if spec.get("form") == "search":
+        extra = [key for key in ("harness", "driver", "cascade_entry") if key in spec]
+        if extra:
+            raise ValueError(f"{path}: form: search calls the program's {spec['entry_function']}(construction, budget_s, "
+                             f"seed) itself; it cannot be combined with '{extra[0]}'")
     if "cascade_entry" in spec and "harness" not in spec:
         raise ValueError(f"{path}: 'cascade_entry' names a function of the harness: add 'harness' and 'harness_entry'")
     for limit in ("timeout_s", "cpu_timeout_s"):
@@ -498,9 +519,24 @@ def _read_prompt_template(folder: Path) -> str | None:
     return template
 
 
-def _check_initial_program(path: Path, source: str, entry: str) -> None:
+def _check_initial_program(path: Path, source: str, entry: str, form: str = "construct") -> None:
     if entry not in _defined_functions(path, source):
         raise ValueError(f"{path}: does not define the entry function {entry}() named in task.yaml")
+    if form == "search" and not _takes_search_call(ast.parse(source), entry):
+        shown = ", ".join(SEARCH_ARGUMENTS)
+        raise ValueError(f"{path}: form: search calls {entry}({shown}); define it as def {entry}({shown}): "
+                         "three positional parameters")
+
+
+def _takes_search_call(tree: ast.Module, entry: str) -> bool:
+    """Whether the last top-level ``def entry`` can be called with the three search arguments by position."""
+    node = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == entry][-1]
+    args = node.args
+    positional = len(args.posonlyargs) + len(args.args)
+    required = positional - len(args.defaults)
+    kw_required = sum(default is None for default in args.kw_defaults)
+    return required <= 3 and (positional >= 3 or args.vararg is not None) and kw_required == 0 \
+        and not isinstance(node, ast.AsyncFunctionDef)
 
 
 def available_tasks() -> list[str]:
@@ -526,6 +562,11 @@ def own_timeout_s(name: str, scale: str = "paper") -> float:
     return float(spec["cpu_timeout_s"] if scale == "cpu" and "cpu_timeout_s" in spec else spec["timeout_s"])
 
 
+def task_form(name: str) -> str:
+    """The task's form (task.yaml alone: no verifier is imported), for checks made before a run loads anything."""
+    return _read_spec(_task_folder(name)).get("form", "construct")
+
+
 def task_objectives(name: str) -> tuple[Objective, ...]:
     """The task's declared objectives (task.yaml alone: no verifier is imported), for readers of a run."""
     folder = _task_folder(name)
@@ -539,7 +580,7 @@ def load_task(name: str) -> Task:
         if not (folder / file).is_file():
             raise ValueError(f"{folder}: missing {file} (a task folder needs task.yaml, {', '.join(_FILES)})")
     initial = (folder / "initial_program.py").read_text(encoding="utf-8")
-    _check_initial_program(folder / "initial_program.py", initial, spec["entry_function"])
+    _check_initial_program(folder / "initial_program.py", initial, spec["entry_function"], spec.get("form", "construct"))
     module_spec = importlib.util.spec_from_file_location(f"helix_task_{name}_verifier", folder / "verifier.py")
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
@@ -568,6 +609,7 @@ def load_task(name: str) -> Task:
         improvement_tolerance=float(spec.get("improvement_tolerance", IMPROVEMENT_TOLERANCE)),
         objectives=_objectives(folder / "task.yaml", spec.get("objectives", [])),
         _check_exact=check_exact, heldout=_load_heldout(folder, module, spec),
+        form=spec.get("form", "construct"),
     )
 
 
