@@ -42,8 +42,11 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 # bounded: rewards.evaluator.ARTEFACT_LIMIT). The run browser and the report read these, never re-run anything.
 # exact: the task's exact check of a record candidate (JSON {"status", "detail", "value"}, status first;
 # NULL: no check ran, the child was below every record threshold or the archive predates the checks).
+# construction: a search-form task's verified construction of a valid child (compact JSON, at most
+# rewards.search_channel.MAX_CONSTRUCTION_BYTES), which its children are handed (``construction_for``).
 _ADDED = (("second_parent_id", "INTEGER REFERENCES solutions(id)"), ("operator", "TEXT NOT NULL DEFAULT 'edit'"),
-          ("advantage", "REAL"), ("advantage_inputs", "TEXT"), ("artefact", "TEXT"), ("exact", "TEXT"))
+          ("advantage", "REAL"), ("advantage_inputs", "TEXT"), ("artefact", "TEXT"), ("exact", "TEXT"),
+          ("construction", "TEXT"))
 _INDEXES = """
 CREATE INDEX IF NOT EXISTS solutions_parent ON solutions(parent_id);
 CREATE INDEX IF NOT EXISTS solutions_second_parent ON solutions(second_parent_id);
@@ -54,7 +57,8 @@ _FIELDS = ("id", "parent_id", "epoch", "code", "reward", "valid", "feedback", "m
 _LEGACY = {"second_parent_id": "NULL", "operator": "'edit'", "advantage": "NULL", "advantage_inputs": "NULL", "exact": "NULL"}
 _REQUIRED = ("parent_id", "epoch", "code", "reward", "valid", "feedback")
 _OPTIONAL = {"metrics": {}, "eval_time_s": 0.0, "prompt_id": None, "completion": None, "second_parent_id": None,
-             "operator": "edit", "advantage": None, "advantage_inputs": None, "artefact": None, "exact": None}
+             "operator": "edit", "advantage": None, "advantage_inputs": None, "artefact": None, "exact": None,
+             "construction": None}
 EXACT_STATUS = "exact"  # what a record needs: population.archive.Archive.best_exact
 _IN_CHUNK = 500  # ids per "IN (...)" query, well under SQLite's bound-variable limit
 
@@ -114,9 +118,12 @@ def _params(i: int, row: dict) -> tuple:
     exact = row["exact"]
     if exact is not None:  # status first: best_exact finds it by its text
         exact = json.dumps({"status": dict(exact).get("status"), **dict(exact)}, default=_json_default)
+    construction = None if row["construction"] is None else str(row["construction"])
+    if construction is not None and not bool(row["valid"]):
+        raise ValueError(f"archive row {i} (prompt {row['prompt_id']!r}): an invalid child has no construction")
     return (parent, int(row["epoch"]), str(row["code"]), reward, int(bool(row["valid"])), str(row["feedback"]),
             json.dumps(row["metrics"] or {}, default=_json_default), eval_time, row["prompt_id"], row["completion"],
-            second, str(row["operator"]), advantage, inputs, artefact, exact)
+            second, str(row["operator"]), advantage, inputs, artefact, exact, construction)
 
 
 class Archive:
@@ -129,7 +136,7 @@ class Archive:
         self.db.execute("PRAGMA synchronous=FULL")  # a committed batch survives even power loss
         self.db.executescript(_SCHEMA)
         self._migrate()
-        self.columns = set(_FIELDS) | {"artefact"}
+        self.columns = set(_FIELDS) | {"artefact", "construction"}
         self.db.executescript(_INDEXES)
         self.db.commit()
 
@@ -173,8 +180,8 @@ class Archive:
             for p in params:
                 cur = self.db.execute(
                     "INSERT INTO solutions (parent_id, epoch, code, reward, valid, feedback, metrics, eval_time_s, "
-                    "prompt_id, completion, second_parent_id, operator, advantage, advantage_inputs, artefact, exact) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", p)
+                    "prompt_id, completion, second_parent_id, operator, advantage, advantage_inputs, artefact, exact, "
+                    "construction) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", p)
                 ids.append(cur.lastrowid)
         return ids
 
@@ -231,6 +238,22 @@ class Archive:
         if r is None:
             raise KeyError(f"solution {sid} is not in the archive ({self.path}, {self.count()} solutions)")
         return r[0]
+
+    def construction_for(self, sid: int) -> tuple[int, str] | None:
+        """The construction a child of ``sid`` is handed (search form): ``sid``'s own, or where it has none
+        (an invalid program, which selection may still pick under selection.include_invalid) its nearest
+        ancestor's along first parents, as (that solution's id, the JSON text); None when no solution on the
+        way up has one (the run's starter was invalid too: the child starts from None, as the first call did)."""
+        self.get(sid)  # a missing id is a KeyError, not a fresh start
+        if "construction" not in self.columns:
+            return None
+        row = self.db.execute(
+            "WITH RECURSIVE up(id, parent_id, construction, depth) AS ("
+            "SELECT id, parent_id, construction, 0 FROM solutions WHERE id = ? UNION ALL "
+            "SELECT s.id, s.parent_id, s.construction, up.depth + 1 FROM solutions s JOIN up ON s.id = up.parent_id "
+            "WHERE up.construction IS NULL) "
+            "SELECT id, construction FROM up WHERE construction IS NOT NULL ORDER BY depth LIMIT 1", (int(sid),)).fetchone()
+        return None if row is None else (int(row[0]), row[1])
 
     def has_artefact(self, sid: int) -> bool:
         """Is an artefact recorded for ``sid`` (without reading it)?"""

@@ -9,6 +9,9 @@
 * ``best_shot`` (FunSearch): the best programs of the parent's island, their entry functions
   shown as versions ``{entry}_v0 .. {entry}_v{k-1}`` sorted by score; the answer is
   ``{entry}_v{k}``, renamed back to the entry function and put in place of the parent's.
+* ``iterate`` (the no-LLM baseline of search-form tasks): no prompt and no answer; the child is its
+  parent's program unchanged, rerun on the parent's construction with a fresh seed. It asks
+  nothing of the policy (``needs_policy``), so a run of it alone loads no model.
 
 Each operator shows its programs through PromptBuilder (``layout``: the token budget applies
 and what it drops is recorded, as for edits), names the answer format it expects, and turns a
@@ -116,6 +119,7 @@ class Operator(abc.ABC):
     answer_format = "SEARCH/REPLACE blocks inside <answer>"
     lineage = True
     extra_parents = ""
+    needs_policy = True  # False: the child is made without a prompt or a completion (iterate)
 
     def layout(self):
         """What PromptBuilder.build takes as ``layout``."""
@@ -249,6 +253,25 @@ class BestShot(Operator):
         return checked_program(program, entry_function, "The program with your function in it")
 
 
+class Iterate(Operator):
+    """The parent's program again, to be rerun on the parent's construction (search form): what a
+    search-form result owes to the starter's own search, with no LLM edit at all. Nothing is prompted,
+    so ``current`` and ``contract`` are never asked for; the loop checks the task's form before a run."""
+
+    answer_format = "none: the parent's program is rerun as it is"
+    lineage = False
+    needs_policy = False
+
+    def current(self, parent, codes, others, feedback_limit):
+        raise TypeError("the iterate operator builds no prompt: its children are made without the policy")
+
+    def contract(self, entry_function, timeout, others):
+        raise TypeError("the iterate operator builds no prompt: its children are made without the policy")
+
+    def child(self, parent_code, completion, version=0):
+        return parent_code
+
+
 OPERATORS: dict[str, type[Operator]] = {}
 
 
@@ -265,6 +288,13 @@ register_operator("edit", Edit)
 register_operator("rewrite", Rewrite)
 register_operator("crossover", Crossover)
 register_operator("best_shot", BestShot)
+register_operator("iterate", Iterate)
+
+
+def uses_policy(mix: dict[str, float]) -> bool:
+    """Whether a run with this operator mix (evolution.operators) asks the policy for anything: False only
+    for a mix of operators that make children without it (iterate), which then loads no model."""
+    return any(OPERATORS[name].needs_policy for name, weight in mix.items() if weight > 0 and name in OPERATORS)
 
 
 def make_operator(name: str, entry_function: str) -> Operator:

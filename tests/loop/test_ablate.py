@@ -54,10 +54,11 @@ def _fake_helix(calls):
     return run
 
 
-def test_any_task_config_gets_every_variant_with_no_files_of_its_own(tmp_path, monkeypatch):
+def test_any_task_config_gets_every_variant_with_no_files_of_its_own(tmp_path, monkeypatch, capsys):
     """keane_bump_20 has no config file and nothing under configs/ablations/: each run is the CPU base with
     task.name=keane_bump_20 (first, so --set can still change it), then the variant's setting(s) as dotted overrides
-    (last, so they hold), and resolves to exactly that, with the task's own CPU-scale time limit (30 s)."""
+    (last, so they hold), and resolves to exactly that, with the task's own CPU-scale time limit (30 s). Every
+    variant but iterate, which a construct-form task cannot run: skipped with the reason."""
     from train.config.config import load_config
     from train.config.schema import flatten
 
@@ -65,7 +66,10 @@ def test_any_task_config_gets_every_variant_with_no_files_of_its_own(tmp_path, m
     monkeypatch.setattr(ablate.subprocess, "run", _fake_helix(calls))
     assert ablate.main(["--task", "keane_bump_20", "--seeds", "0", "--evaluations", "4", "--out", str(tmp_path),
                         "--set", "rollout.max_new_tokens=64"]) == 0
-    variants = ablate.available_variants()
+    assert "[ablate] skipping variant iterate on keane_bump_20: evolution.operators = {'iterate': 1.0} (the iterate " \
+        "baseline) reruns each parent's program on the parent's construction, but keane_bump_20 is a construct-form " \
+        "task" in capsys.readouterr().out
+    variants = [v for v in ablate.available_variants() if v != "iterate"]
     cpu = ablate.CONFIGS / "base" / "cpu.yaml"
     assert [c[c.index("--config") + 1: c.index("--config") + 3] for c in calls] == [[str(cpu), "run.seed=0"]] * len(variants)
     assert all(c[c.index("run.progress=false") + 3:][:2] == ["task.name=keane_bump_20", "rollout.max_new_tokens=64"]
@@ -97,10 +101,13 @@ def test_config_option_and_variants_that_change_nothing(tmp_path, monkeypatch, c
     assert ablate.main(["--config", str(config), "--seeds", "0", "--evaluations", "4", "--out", str(out)]) == 0
     assert "skipping variant random (selection.strategy=random) leaves random_pop unchanged" in capsys.readouterr().out
     ran = [next(a for a in c if a.startswith("run.name=")) for c in calls]
-    assert "run.name=random-s0" not in ran and "run.name=top_score-s0" in ran and len(ran) == len(ablate.available_variants()) - 1
+    assert "run.name=random-s0" not in ran and "run.name=top_score-s0" in ran and len(ran) == len(ablate.available_variants()) - 2
     with pytest.raises(SystemExit):
         ablate.main(["--config", str(config), "--variants", "helix", "random", "--evaluations", "4", "--out", str(out)])
     assert "it would repeat helix" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # named, a variant the task cannot run is refused (skipped above: iterate)
+        ablate.main(["--config", str(config), "--variants", "helix", "iterate", "--evaluations", "4", "--out", str(out)])
+    assert "variant iterate: evolution.operators = {'iterate': 1.0} (the iterate baseline)" in capsys.readouterr().err
 
 
 def test_a_variant_that_sets_one_nested_key_names_that_key(tmp_path, monkeypatch):

@@ -12,10 +12,11 @@ overrides, given last so that they hold; its run directory's config.yaml is the 
 stopped by the same budget (children evaluated, or wall-clock seconds), so every variant gets the same number of
 evaluated programs. A variant that would not change the task's
 config (its setting is already the config's) repeats helix: it is skipped with a note, or refused when named in
---variants. Runs land in OUT/<variant>-s<seed>; a run finished with the same settings is not redone (from any
-checkout), so an interrupted ablation continues where it stopped. A finished run made with other settings is
-moved aside to OUT/<variant>-s<seed>.replaced-<k>, never deleted, and run again. The table (markdown + JSON)
-goes to OUT/ablation.md and OUT/ablation.json.
+--variants; so is one the task cannot run (iterate, the no-LLM baseline, needs a search-form task). Runs land in
+OUT/<variant>-s<seed>; a run finished with the same settings is not redone (from any checkout), so an
+interrupted ablation continues where it stopped. A finished run made with other settings is moved aside to
+OUT/<variant>-s<seed>.replaced-<k>, never deleted, and run again. The table (markdown + JSON) goes to
+OUT/ablation.md and OUT/ablation.json.
 """
 
 from __future__ import annotations
@@ -70,6 +71,20 @@ def unchanged_by(config: Path, variants: list[str], overrides: list[str]) -> dic
         if extra and to_dict(load_config(config, overrides + extra)) == base:
             same[variant] = extra
     return same
+
+
+def inapplicable(config: Path, variants: list[str], overrides: list[str]) -> dict[str, str]:
+    """For each variant the config's task cannot run, why (train.config.config.check_form: the iterate baseline
+    needs a search-form task); checked on the task's folder now, not when the variant's turn comes."""
+    from train.config.config import ConfigError, check_form, load_config
+
+    why = {}
+    for variant in variants:
+        try:
+            check_form(load_config(config, overrides + variant_overrides(variant)))
+        except ConfigError as err:
+            why[variant] = str(err)
+    return why
 
 
 def settings(command: list[str]) -> list[str]:
@@ -169,7 +184,12 @@ def chosen_variants(args: argparse.Namespace, config: Path, label: str) -> list[
         if args.variants:
             args.error(why)
         print(f"[ablate] skipping {why}", flush=True)
-    return [v for v in variants if v not in same]
+    cannot = inapplicable(config, [v for v in variants if v not in same], args.overrides)
+    for variant, why in cannot.items():
+        if args.variants:
+            args.error(f"variant {variant}: {why}")
+        print(f"[ablate] skipping variant {variant} on {label}: {why}", flush=True)
+    return [v for v in variants if v not in same and v not in cannot]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,7 +22,12 @@ def resolve_policy(cfg: HelixConfig, is_main: bool) -> str:
     wait on it and find the same directory. EvoOnly with an engine that holds its own policy (openai:
     the server's) needs the tokenizer alone: nothing is warm-started."""
     from rollout.engines import engine_needs_weights
+    from rollout.operators import uses_policy
 
+    if not uses_policy(cfg.evolution.operators):  # iterate: no model is loaded at all
+        if cfg.warm_start.enabled and is_main:
+            print("[helix] warm_start skipped: the iterate baseline asks the policy nothing", flush=True)
+        return cfg.model.policy
     if not (cfg.trainer.enabled or engine_needs_weights(cfg.rollout.engine)):
         if cfg.warm_start.enabled and is_main:
             print(f"[helix] warm_start skipped: rollout.engine={cfg.rollout.engine} samples from its own model", flush=True)

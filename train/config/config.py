@@ -22,8 +22,8 @@ from population.config import PopulationConfig, SelectionConfig
 from population.selection import SELECTION_STRATEGIES
 from rollout.config import EvolutionConfig, RolloutConfig
 from rollout.engines import ENGINES
-from rollout.operators import OPERATORS
-from tasks import available_tasks, own_timeout_s
+from rollout.operators import OPERATORS, uses_policy
+from tasks import available_tasks, own_timeout_s, task_form
 from tasks.config import TaskConfig
 from train.config.schema import ConfigError, build, check_bounds, merge, nearest, parse_override
 from train.learner.config import ModelConfig, TrainerConfig
@@ -89,6 +89,8 @@ def validate(cfg: HelixConfig, source: str = "<config>") -> HelixConfig:
     if not (all(w >= 0 for w in mix.values()) and sum(mix.values()) > 0):
         raise ConfigError(f"{source}: evolution.operators = {mix!r} must give every operator a weight >= 0, "
                           "and one a weight > 0")
+    if any(w > 0 and name in OPERATORS and not OPERATORS[name].needs_policy for name, w in mix.items()):
+        _check_iterate(cfg, source)  # before the registries: trainer.enabled would import verl's, for seconds
     registries = [("selection.strategy", SELECTION_STRATEGIES), ("rollout.engine", ENGINES), ("task.name", available_tasks())]
     if cfg.trainer.enabled:  # verl's registries, so a typo fails now and not after the first epoch's rollouts
         from train.learner.grpo import known_estimators, known_policy_losses  # deferred: imports verl, seconds
@@ -119,6 +121,30 @@ def validate(cfg: HelixConfig, source: str = "<config>") -> HelixConfig:
         raise ConfigError(f"{source}: population.size = {cfg.population.size} must be >= selection.n_islands = "
                           f"{cfg.selection.n_islands} (every island needs a slot)")
     return cfg
+
+
+def _check_iterate(cfg: HelixConfig, source: str) -> None:
+    """A mix of operators that ask the policy nothing (iterate, the no-LLM baseline) is the whole run: mixed
+    with operators the policy answers, its children would join GRPO groups without tokens. That it runs on a
+    search-form task is checked before the run starts (``check_form``), since it needs the task's folder."""
+    mix = {name: w for name, w in cfg.evolution.operators.items() if w > 0}
+    if len(mix) > 1:
+        raise ConfigError(f"{source}: evolution.operators = {cfg.evolution.operators!r}: iterate reruns the parent's "
+                          "program without the policy, so it is the only operator of a run (configs/ablations/iterate.yaml)")
+    if cfg.trainer.enabled:
+        raise ConfigError(f"{source}: evolution.operators = {cfg.evolution.operators!r} trains nothing (its children "
+                          "come from no completion): set trainer.enabled=false, as configs/ablations/iterate.yaml does")
+
+
+def check_form(cfg: HelixConfig) -> None:
+    """What the task's form (task.yaml ``form``) must agree with, checked before a run loads anything: the
+    iterate operator reruns a program on its parent's construction, which only a search-form task has (a
+    construct-form program run again builds the same answer again)."""
+    if not uses_policy(cfg.evolution.operators) and task_form(cfg.task.name) != "search":
+        raise ConfigError(f"evolution.operators = {cfg.evolution.operators!r} (the iterate baseline) reruns each "
+                          f"parent's program on the parent's construction, but {cfg.task.name} is a construct-form task "
+                          "(its program takes no construction, so a rerun builds the same answer); run it on a "
+                          "search-form task (task.yaml form: search, docs/search_form.md)")
 
 
 def _check_dynamic_sampling(cfg: HelixConfig, source: str) -> None:

@@ -10,7 +10,9 @@ holds back (``novelty_gate``, train/loop/novelty.py). ``population``
 is P_t: one row per slot, the pool row's archive id and the slot's tag. Where the task declares
 objectives (task.yaml ``objectives``), ``objective_values`` holds each pool row's raw value of
 each (NaN where the child has none), oriented for selection only when it selects
-(population/objectives.py), so a checkpoint stores what the children reported.
+(population/objectives.py), so a checkpoint stores what the children reported. A search-form task
+(task.yaml ``form: search``) archives each valid child's construction with it; the seed evaluation's is
+the run's root construction, and ``construction_for`` says what a parent's children are handed.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from population.puct import puct_pass
 from population.sampling import sample_parents
 from population.selection import Pool, make_strategy
 from train.config.config import HelixConfig
+from train.loop.children import child_seed
 from train.loop.novelty import NoveltyGate
 
 POOL = np.dtype([("id", np.int64), ("reward", np.float64), ("valid", np.bool_), ("tag", np.int64)])
@@ -142,12 +145,16 @@ class Evolution:
         return LineageStats.from_rows(ids, parents, rewards, valid)
 
     def _seed(self) -> None:
-        """Epoch 0: the task's starter program, evaluated like any child, seeds the population."""
-        result = self.evaluator.evaluate(self.task.initial_program)
+        """Epoch 0: the task's starter program, evaluated like any child, seeds the population. A search-form
+        starter is called with no construction (it builds its own): what it returns is the root construction."""
+        search = getattr(self.task, "form", "construct") == "search"
+        call = dict(construction=None, seed=child_seed(self.cfg.run.seed, 0, 0, 0)) if search else {}
+        result = self.evaluator.evaluate(self.task.initial_program, **call)
+        extra = dict(construction=result.construction) if search else {}
         (root,) = self.archive.add_many([dict(
             parent_id=None, epoch=0, code=self.task.initial_program, reward=result.reward, valid=result.valid,
             feedback=result.feedback, metrics=result.metrics, eval_time_s=result.eval_time_s, prompt_id=None, completion=None,
-            exact=result.exact)])
+            exact=result.exact, **extra)])
         if self.lineage is not None:
             self.lineage.add([root], [None], [result.reward], [result.valid])
         self._index([root], [self.task.initial_program], np.array([(root, result.reward, result.valid, -1)], POOL),
@@ -170,6 +177,12 @@ class Evolution:
         self.index.add(emb)
         self.pool = np.concatenate([self.pool, rows])
         self.objective_values = np.concatenate([self.objective_values, values])
+
+    def construction_for(self, sid: int) -> tuple[int, str] | None:
+        """What a child of ``sid`` is handed (search form): (the id it comes from, its JSON text), ``sid``'s own
+        or, for an invalid parent, its nearest valid ancestor's (population.archive.Archive.construction_for);
+        None: start from nothing, as the run's first call did."""
+        return self.archive.construction_for(sid)
 
     def archived(self, code: str) -> int | None:
         """The archive id of a program with this code (up to layout and comments, as the embedding

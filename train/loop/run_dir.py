@@ -167,16 +167,22 @@ def resume_command(run_path: Path) -> str:
 # The novelty gate's column (evolution.novelty_threshold > 0), after ``rep``: near repeats held back unrun.
 NEAR_COLUMN = ("near_repeat_frac", "  near", "{:>6.2f}")
 GROUPS_COLUMN = ("ds_groups", "groups", "{:>6d}")  # dynamic sampling: groups generated this epoch
+# Search form (task.yaml form: search): the children that returned the construction they were given, and those
+# scored on their last report because the time limit stopped them.
+SEARCH_COLUMNS = [("same_construction_frac", "nogain", "{:>6.2f}"), ("reported_frac", "  @lim", "{:>6.2f}")]
 
 
-def table_columns(novelty_gate: bool = False, dynamic_sampling: bool = False) -> list[tuple[str, str, str]]:
-    """The console table's columns: TABLE, plus ``near`` when the novelty gate is on and ``groups`` (the
-    groups generated, refills included) under dynamic sampling: a run without them prints the table it
-    always did."""
+def table_columns(novelty_gate: bool = False, dynamic_sampling: bool = False, search: bool = False) -> list[tuple[str, str, str]]:
+    """The console table's columns: TABLE, plus ``near`` when the novelty gate is on, ``groups`` (the
+    groups generated, refills included) under dynamic sampling, and ``nogain`` and ``@lim`` for a
+    search-form task: a run without them prints the table it always did."""
     columns = list(TABLE)
     if novelty_gate:
         at = [key for key, _, _ in columns].index("repeat_frac") + 1
         columns[at:at] = [NEAR_COLUMN]
+    if search:
+        at = [key for key, _, _ in columns].index("repeat_frac") + 1
+        columns[at:at] = SEARCH_COLUMNS
     if dynamic_sampling:
         at = [key for key, _, _ in columns].index("zero_std_frac")
         columns[at:at] = [GROUPS_COLUMN]

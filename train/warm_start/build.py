@@ -184,8 +184,15 @@ def make_examples(inputs: WarmStartInputs, tokenizer, rng: np.random.Generator, 
     examples, stats, next_parent = [], {"drawn": 0, "valid": 0}, 0
     for name in inputs.tasks:
         task = load_task(name)
+        # A search-form program spends the budget it is told: a mutant here needs only to run and come back
+        # valid (its first call, from None), so it gets the task check's short budget, not a whole search.
+        budget = None
+        if task.form == "search":
+            from rewards.search_channel import CHECK_BUDGET_S, search_budget
+
+            budget = min(CHECK_BUDGET_S, search_budget(inputs.timeout_s if inputs.timeout_s is not None else task.timeout_s))
         evaluator = Evaluator(task, workers=inputs.eval_workers or None, timeout_s=inputs.timeout_s,
-                              memory_mb=inputs.memory_mb)
+                              memory_mb=inputs.memory_mb, budget_s=budget)
         builder = PromptBuilder(tokenizer, task.prompt_description(inputs.description), task.entry_function,
                                 evaluator.timeout_s, inputs.max_prompt_tokens, inputs.n_ancestors,
                                 template=task.prompt_template)
