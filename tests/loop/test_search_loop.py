@@ -248,3 +248,32 @@ def test_llm_children_run_on_their_parents_construction_and_unchanged_ones_do_no
     assert ran >= 2
     metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert sum(m["unchanged_frac"] for m in metrics) > 0 and all("same_construction_frac" in m for m in metrics)
+
+
+@pytest.mark.slow  # about 30 sandbox runs (5-10 s)
+def test_the_warm_start_runs_a_search_tasks_mutants_as_first_calls_with_the_checks_budget(tmp_path, monkeypatch, tokenizer):
+    """A mutant only needs to run and come back valid: it gets the task check's budget, not a whole search."""
+    import rewards
+    from rewards.search_channel import CHECK_BUDGET_S
+    from train.config.config import warm_start_inputs
+    from train.warm_start.build import make_examples
+
+    search_task.install(tmp_path, monkeypatch)
+    budgets, calls = [], []
+
+    class Spy(rewards.Evaluator):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            budgets.append(self.budget_s)
+
+        def evaluate(self, code, construction=None, seed=None):
+            calls.append((construction, seed))
+            return super().evaluate(code, construction, seed)
+
+    monkeypatch.setattr(rewards, "Evaluator", Spy)
+    inputs = warm_start_inputs(load_config(None, [
+        f"task.name={search_task.NAME}", "model.policy=tiny-random", "warm_start.enabled=true", "warm_start.parents=2",
+        "warm_start.answers_per_parent=2", "rollout.description=full", "task.eval_workers=2", "trainer.enabled=false"]))
+    examples, stats = make_examples(inputs, tokenizer, np.random.default_rng(0), say=lambda _: None)
+    assert budgets == [CHECK_BUDGET_S] and len(calls) > 5 and set(calls) == {(None, None)}
+    assert examples and stats["valid"] > 0 and all("<<<<<<< SEARCH" in e.answer for e in examples)
