@@ -147,9 +147,10 @@ def summary(name: str, calls: list[Call], wall_s: float, marks_s: list[float], t
              f"{statuses['returned']} returned, {statuses['report']} killed at the limit (last report scored), "
              f"{statuses['failed']} failed, {invalid} invalid; load average {load[0]:.2f} at the start, {load[1]:.2f} at the end"]
     cells = []
-    for mark in [m for m in marks_s if m <= wall_s] + [calls[-1].elapsed_s]:
+    for mark in [m for m in marks_s if m <= wall_s]:
         value = best_at(calls, mark)
-        cells.append(f"{mark / 60:.3g} min: {'-' if value is None else f'{value:.10f}'}")
+        cells.append(f"{mark / 60:g} min: {'-' if value is None else f'{value:.10f}'}")
+    cells.append(f"the end ({calls[-1].elapsed_s:.0f} s): {calls[-1].best:.10f}")
     lines.append("best after " + " | ".join(cells))
     if targets:
         reach = [(t, time_to(calls, t)) for t in targets]

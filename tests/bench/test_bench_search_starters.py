@@ -95,7 +95,7 @@ def test_the_summary_gives_the_best_at_each_mark_and_the_time_to_each_target():
     lines = bench.summary("demo", calls, 310.0, [60.0, 300.0, 600.0], [2.6, 2.62], 8.0, 10.0, (1.5, 2.25))
     assert lines[0].startswith("demo: 4 calls in 310 s (budget 8 s, limit 10 s): 2 returned, 1 killed at the limit")
     assert "1 failed, 0 invalid; load average 1.50 at the start, 2.25 at the end" in lines[0]
-    assert lines[1] == "best after 1 min: 2.5000000000 | 5 min: 2.6100000000 | 5.17 min: 2.6100000000"
+    assert lines[1] == "best after 1 min: 2.5000000000 | 5 min: 2.6100000000 | the end (310 s): 2.6100000000"
     assert lines[2] == "time to 2.6: 290 s | 2.62: not reached"
 
 
