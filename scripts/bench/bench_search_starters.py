@@ -34,6 +34,7 @@ import yaml
 TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
 BUDGET_SHARE = 0.8  # the budget a call is told, as a share of the hard limit
 MARKS_MIN = (1, 5, 10)
+RECORD_MARGIN = 1e-9  # relative: tasks/base.py IMPROVEMENT_TOLERANCE, below which two rewards are the same
 
 # The child: runs the program with report() injected as a global (each report replaces the file
 # atomically, so a kill mid-write leaves the previous one), calls the entry, writes the result.
@@ -122,8 +123,8 @@ def iterate(program: Path, entry: str, verify, budget_s: float, limit_s: float, 
                 construction, best = value, max(best, reward)
         call = Call(time.monotonic() - start, len(calls), call_seed, status, reward, valid, best, note.splitlines()[0] if note else "")
         calls.append(call)
-        what = f"{call.reward:.10f}" if valid else f"invalid: {call.note[:100]}"
-        show(f"{call.elapsed_s:7.1f} s  call {call.index:3d}  {status:8s}  {what}  best {best:.10f}  "
+        what = f"{call.reward:.13g}" if valid else f"invalid: {call.note[:100]}"
+        show(f"{call.elapsed_s:7.1f} s  call {call.index:3d}  {status:8s}  {what}  best {best:.13g}  "
              f"load {os.getloadavg()[0]:.2f}", flush=True)
     return calls
 
@@ -140,7 +141,9 @@ def time_to(calls: list[Call], target: float) -> float | None:
 
 
 def summary(name: str, calls: list[Call], wall_s: float, marks_s: list[float], targets: list[float],
-            budget_s: float, limit_s: float, load: tuple[float, float]) -> list[str]:
+            budget_s: float, limit_s: float, load: tuple[float, float], best_known: float | None = None) -> list[str]:
+    """The run in a few lines; ``best_known`` counts as reached within the tasks' default relative
+    margin of a new best (1e-9, tasks/base.py IMPROVEMENT_TOLERANCE), so float noise is no shortfall."""
     statuses = {s: sum(c.status == s for c in calls) for s in ("returned", "report", "failed")}
     invalid = sum(not c.valid and c.status != "failed" for c in calls)
     lines = [f"{name}: {len(calls)} calls in {calls[-1].elapsed_s:.0f} s (budget {budget_s:g} s, limit {limit_s:g} s): "
@@ -149,12 +152,16 @@ def summary(name: str, calls: list[Call], wall_s: float, marks_s: list[float], t
     cells = []
     for mark in [m for m in marks_s if m <= wall_s]:
         value = best_at(calls, mark)
-        cells.append(f"{mark / 60:g} min: {'-' if value is None else f'{value:.10f}'}")
-    cells.append(f"the end ({calls[-1].elapsed_s:.0f} s): {calls[-1].best:.10f}")
+        cells.append(f"{mark / 60:g} min: {'-' if value is None else f'{value:.13g}'}")
+    cells.append(f"the end ({calls[-1].elapsed_s:.0f} s): {calls[-1].best:.13g}")
     lines.append("best after " + " | ".join(cells))
     if targets:
         reach = [(t, time_to(calls, t)) for t in targets]
-        lines.append("time to " + " | ".join(f"{t:g}: {'not reached' if s is None else f'{s:.0f} s'}" for t, s in reach))
+        lines.append("time to " + " | ".join(f"{t}: {'not reached' if s is None else f'{s:.0f} s'}" for t, s in reach))
+    if best_known is not None:
+        reached = time_to(calls, best_known - RECORD_MARGIN * abs(best_known))
+        lines.append(f"best known {best_known}: " + (f"reached at {reached:.0f} s (best {calls[-1].best:.13g})" if reached is not None
+                                                      else f"not reached, the best is {best_known - calls[-1].best:.3g} below"))
     return lines
 
 
@@ -181,7 +188,7 @@ def main(argv: list[str] | None = None) -> None:
     calls = iterate(args.program or starter, spec["entry_function"], verify, budget, limit, wall, args.seed,
                     max_calls=args.calls)
     for line in summary(args.task, calls, wall, [60 * m for m in MARKS_MIN], args.targets, budget, limit,
-                        (load_start, os.getloadavg()[0])):
+                        (load_start, os.getloadavg()[0]), float(spec["best_known"])):
         print(line)
 
 

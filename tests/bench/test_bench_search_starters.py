@@ -92,11 +92,15 @@ def test_the_summary_gives_the_best_at_each_mark_and_the_time_to_each_target():
              bench.Call(290.0, 2, 2, "report", 2.61, True, 2.61, ""), bench.Call(310.0, 3, 3, "returned", 2.6, True, 2.61, "")]
     assert [bench.best_at(calls, t) for t in (40, 60, 300, 400)] == [None, 2.5, 2.61, 2.61]
     assert [bench.time_to(calls, t) for t in (2.5, 2.6, 2.62)] == [50.0, 290.0, None]
-    lines = bench.summary("demo", calls, 310.0, [60.0, 300.0, 600.0], [2.6, 2.62], 8.0, 10.0, (1.5, 2.25))
+    lines = bench.summary("demo", calls, 310.0, [60.0, 300.0, 600.0], [2.6, 2.62], 8.0, 10.0, (1.5, 2.25), 2.62)
     assert lines[0].startswith("demo: 4 calls in 310 s (budget 8 s, limit 10 s): 2 returned, 1 killed at the limit")
     assert "1 failed, 0 invalid; load average 1.50 at the start, 2.25 at the end" in lines[0]
-    assert lines[1] == "best after 1 min: 2.5000000000 | 5 min: 2.6100000000 | the end (310 s): 2.6100000000"
+    assert lines[1] == "best after 1 min: 2.5 | 5 min: 2.61 | the end (310 s): 2.61"
     assert lines[2] == "time to 2.6: 290 s | 2.62: not reached"
+    assert lines[3] == "best known 2.62: not reached, the best is 0.01 below"
+    at_record = calls + [bench.Call(320.0, 4, 4, "returned", 2.62 - 1e-10, True, 2.62 - 1e-10, "")]  # within 1e-9 relative
+    assert bench.summary("demo", at_record, 320.0, [], [], 8.0, 10.0, (1, 1), 2.62)[-1] == \
+        "best known 2.62: reached at 320 s (best 2.6199999999)"
 
 
 @pytest.mark.slow
