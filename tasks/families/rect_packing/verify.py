@@ -65,7 +65,8 @@ def _side(value, name: str, usage_text: str):
     return value, None
 
 
-def _unpack(returned, n: int, usage_text: str):
+def _unpack(returned, n: int, usage_text: str | None = None):
+    usage_text = usage_text or usage(n)
     if not isinstance(returned, dict):
         return None, f"{usage_text}; got {type(returned).__name__}"
     missing = [k for k in ("width", "height", "centers", "radii") if k not in returned]

@@ -62,8 +62,9 @@ def min_angle(points) -> float:
     return float(pairwise_angles(unit)[2].min())
 
 
-def _points(returned, n: int, usage_text: str):
+def _points(returned, n: int, usage_text: str | None = None):
     """A finite float array of shape (n, 3), or (None, why)."""
+    usage_text = usage_text or usage(n)
     if isinstance(returned, dict):
         if "points" not in returned:
             return None, f"the returned dict lacks 'points'; {usage_text}"
