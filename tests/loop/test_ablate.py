@@ -2,7 +2,7 @@
 ablation end to end."""
 
 import json
-import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -41,8 +41,8 @@ def test_unknown_task_is_a_clear_error(capsys):
 
 
 def _fake_helix(calls):
-    """Stands in for subprocess.run of train/helix.py: records the command, leaves a one-row archive."""
-    def run(cmd, **kwargs):
+    """Stands in for ablate._run_measured of train/helix.py: records the command, leaves a one-row archive."""
+    def run(cmd, quiet):
         calls.append(cmd)
         run_dir = Path(next(a for a in cmd if a.startswith("run.output_dir=")).split("=", 1)[1]) / next(
             a for a in cmd if a.startswith("run.name=")).split("=", 1)[1]
@@ -50,7 +50,7 @@ def _fake_helix(calls):
         with Archive(run_dir / "archive.sqlite") as arch:
             (root,) = arch.add_many([dict(parent_id=None, epoch=0, code="s", reward=1.0, valid=True, feedback="")])
             arch.add_many([dict(parent_id=root, epoch=1, code="c", reward=2.0, valid=True, feedback="")])
-        return subprocess.CompletedProcess(cmd, 0, "", "")
+        return 0, "", 123_456  # exit code, stderr, peak resident set in kB
     return run
 
 
@@ -63,7 +63,7 @@ def test_any_task_config_gets_every_variant_with_no_files_of_its_own(tmp_path, m
     from train.config.schema import flatten
 
     calls = []
-    monkeypatch.setattr(ablate.subprocess, "run", _fake_helix(calls))
+    monkeypatch.setattr(ablate, "_run_measured", _fake_helix(calls))
     assert ablate.main(["--task", "keane_bump_20", "--seeds", "0", "--evaluations", "4", "--out", str(tmp_path),
                         "--set", "rollout.max_new_tokens=64"]) == 0
     assert "[ablate] skipping variant iterate on keane_bump_20: evolution.operators = {'iterate': 1.0} (the iterate " \
@@ -88,6 +88,7 @@ def test_any_task_config_gets_every_variant_with_no_files_of_its_own(tmp_path, m
     report = json.loads((tmp_path / "ablation.json").read_text())
     assert report["title"] == "keane_bump_20: 4 evaluated programs per run"
     assert [r["variant"] for r in report["rows"]] == ["helix"] + [v for v in variants if v != "helix"]
+    assert {r["peak_rss_kb"] for r in report["rows"]} == {123_456}
 
 
 def test_config_option_and_variants_that_change_nothing(tmp_path, monkeypatch, capsys):
@@ -96,7 +97,7 @@ def test_config_option_and_variants_that_change_nothing(tmp_path, monkeypatch, c
     config = tmp_path / "random_pop.yaml"
     config.write_text(f"# test\nbase: {ablate.CONFIGS / 'base' / 'cpu.yaml'}\nselection: {{strategy: random}}\n")
     calls = []
-    monkeypatch.setattr(ablate.subprocess, "run", _fake_helix(calls))
+    monkeypatch.setattr(ablate, "_run_measured", _fake_helix(calls))
     out = tmp_path / "out"
     assert ablate.main(["--config", str(config), "--seeds", "0", "--evaluations", "4", "--out", str(out)]) == 0
     assert "skipping variant random (selection.strategy=random) leaves random_pop unchanged" in capsys.readouterr().out
@@ -162,7 +163,7 @@ def test_finished_runs_are_found_from_another_checkout_and_never_deleted(tmp_pat
     ablation must reuse the finished runs, not run them again. A run made with other settings is run again,
     and the finished one is moved aside, files and all, instead of being deleted."""
     calls = []
-    monkeypatch.setattr(ablate.subprocess, "run", _fake_helix(calls))
+    monkeypatch.setattr(ablate, "_run_measured", _fake_helix(calls))
     out = tmp_path / "out"
     args = ["--task", "keane_bump_20", "--variants", "helix", "--seeds", "0", "--evaluations", "4", "--out", str(out)]
     assert ablate.main([*args, "--set", "rollout.max_new_tokens=64"]) == 0 and len(calls) == 1
@@ -195,3 +196,14 @@ def test_settings_ignore_where_the_checkout_and_the_output_folder_are():
     assert ablate.settings(outside) == ["--config", "/etc/helix/x.yaml", "run.seed=0"]  # not the checkout's: kept whole
     assert ablate.settings(a) != ablate.settings([*a[:3], "run.seed=1"])
     assert ablate.settings([]) == []
+
+
+def test_a_run_is_measured_by_its_largest_resident_set_including_its_children(tmp_path):
+    """The peak counts the run's own children (the sandboxed programs): a parent that stays small and a child that
+    touches 200 MB reads as at least 200 MB; a failing run gives its exit code and stderr."""
+    child = "b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096])"
+    parent = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}], check=True)"
+    code, err, peak_kb = ablate._run_measured([sys.executable, "-c", parent], quiet=True)
+    assert (code, err) == (0, "") and peak_kb >= 200 * 1024
+    code, err, _ = ablate._run_measured([sys.executable, "-c", "import sys; sys.exit('broken: 7')"], quiet=True)
+    assert code == 1 and "broken: 7" in err

@@ -24,9 +24,11 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -101,6 +103,25 @@ def settings(command: list[str]) -> list[str]:
     return [a for a in args if not a.startswith("run.output_dir=")]
 
 
+def _run_measured(cmd: list[str], quiet: bool) -> tuple[int, str, int]:
+    """(exit code, stderr, peak resident set in kB) of one run: reaped with wait4, whose rusage gives the
+    largest resident set among the run's process and the ones it waited for (the sandboxed children)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL if quiet else None, stderr=subprocess.PIPE, text=True)
+    stderr: list[str] = []
+    reader = threading.Thread(target=lambda: stderr.append(proc.stderr.read()), daemon=True)
+    reader.start()
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    except BaseException:  # Ctrl-C: the run goes with us
+        proc.kill()
+        proc.wait()
+        raise
+    reader.join()
+    proc.stderr.close()
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+    return proc.returncode, "".join(stderr), int(usage.ru_maxrss)
+
+
 def run_one(config: Path, variant: str, seed: int, out: Path, budget: list[str], overrides: list[str],
             quiet: bool) -> RunResult:
     run_dir = out / f"{variant}-s{seed}"
@@ -121,11 +142,11 @@ def run_one(config: Path, variant: str, seed: int, out: Path, budget: list[str],
         shutil.rmtree(run_dir)
     print(f"[ablate] {variant} seed {seed}: {' '.join(cmd[1:])}", flush=True)
     start = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL if quiet else None, stderr=subprocess.PIPE, text=True)
+    returncode, stderr, peak_kb = _run_measured(cmd, quiet)
     wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise RuntimeError(f"{variant} seed {seed} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
-    result = run_result(run_dir, variant, seed, wall)
+    if returncode != 0:
+        raise RuntimeError(f"{variant} seed {seed} failed (exit {returncode}):\n{stderr[-3000:]}")
+    result = run_result(run_dir, variant, seed, wall, peak_kb)
     (run_dir / DONE).write_text(json.dumps({"command": cmd[1:], "result": asdict(result)}))
     return result
 
