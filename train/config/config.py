@@ -190,8 +190,8 @@ def dump_config(cfg: HelixConfig, path: str | Path) -> None:
 
 def warm_start_inputs(cfg: HelixConfig) -> WarmStartInputs:
     """What the warm start reads, taken from the run's sections once: its recipe, the base model, the
-    tasks (``warm_start.tasks``, else the run's), and the prompt and sandbox settings the loop uses."""
+    tasks (``warm_start.tasks``, else the run's), and the prompt settings its cache key holds."""
     tasks = tuple(t.strip() for t in cfg.warm_start.tasks.split(",") if t.strip()) or (cfg.task.name,)
     return WarmStartInputs(cfg.warm_start, cfg.model.policy, cfg.model.cache_dir, tasks, dict(cfg.evolution.operators),
                            cfg.rollout.description, cfg.rollout.max_prompt_tokens, cfg.rollout.n_ancestors,
-                           cfg.task.timeout_s, cfg.task.memory_mb, cfg.task.eval_workers, cfg.run.release_memory_every_s)
+                           cfg.task.timeout_s, cfg.run.release_memory_every_s)
