@@ -26,7 +26,7 @@ dtype the phase computes in. The load average is printed with every row: on a sh
 phase can only look slower than it is.
 
 A second table says why a phase is below the peak: one untimed GRPO step and the warm start's
-warm-up step run under ``train.learner.kernel_ceiling.KernelLog``, and each matmul and attention
+warm-up step run under ``benchlib.kernel_ceiling.KernelLog``, and each matmul and attention
 call they dispatched is timed alone on the same shapes. Its "ceiling" is the phase's useful rate
 were everything but those kernels free: a phase near its ceiling is bound by its shapes (small
 matmuls, the attention kernel), one far below it by elementwise work, casts and copies.
@@ -43,8 +43,7 @@ from dataclasses import replace
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
-
-from train.learner.flops import (
+from benchlib.flops import (  # scripts/bench/ is first on sys.path: this is run as a script
     Clock,
     Counter,
     Row,
@@ -62,7 +61,7 @@ from train.learner.flops import (
 
 def kernels_alone(step):
     """Run one untimed ``step`` under the kernel log and time its matmul and attention calls alone."""
-    from train.learner.kernel_ceiling import KernelLog, replay
+    from benchlib.kernel_ceiling import KernelLog, replay
 
     with KernelLog() as log:
         step()

@@ -37,8 +37,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
-
-from train.commands.scale_plan import FLOPS_FORMULA, mfu, model_flops
+from benchlib.flops import FLOPS_FORMULA, mfu, model_flops  # scripts/bench/ is first on sys.path: this is run as a script
 
 SHAPES = {
     # Qwen2.5-1.5B's shape.
