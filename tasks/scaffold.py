@@ -3,7 +3,7 @@
 The template is a working example (12 points spread in the unit square), so the folder passes
 ``helix check-task`` as written and every later step can be tried before the problem is filled in;
 its comments say what goes in each file. The commands printed are README's "Adding your own task"
-steps (tests/loop/test_new_task_recipe.py follows them literally): check, warm start, a CPU run on the
+steps (tests/commands/test_new_task_recipe.py follows them literally): check, warm start, a CPU run on the
 quickstart config (a warm-started SmolLM2-135M, no config file of the task's own), paper scale.
 """
 
