@@ -129,8 +129,8 @@ def seed_everything(seed: int) -> None:
 class HelixRun:
     @staticmethod
     def preflight(cfg: HelixConfig, info: DistInfo) -> None:
-        """What must hold before anything is loaded, warm-started or written (the entry point calls it
-        first, train/helix.py): a wrong URL or Ray address costs seconds, and no run directory."""
+        """What must hold before anything is loaded, warm-started or written (the start routine calls it
+        first, train.api.start): a wrong URL or Ray address costs seconds, and no run directory."""
         if cfg.trainer.prompts_per_epoch < info.world:
             raise ConfigError(f"trainer.prompts_per_epoch = {cfg.trainer.prompts_per_epoch} must be >= the number "
                               f"of ranks ({info.world})")
