@@ -26,10 +26,6 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: import this checkout's packages, not an installed copy's
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rewards.ray_eval import ClusterLost, RayUnreachable
-from train.api import start
-from train.config.config import ConfigError
-
 SUBCOMMANDS = ("export", "ui", "new-task", "check-task", "warm-start")  # helix SUBCOMMAND ...: each its own command line
 
 
@@ -67,9 +63,13 @@ def _error(message: str, code: int) -> int:
     return code
 
 
-def _train(begun: start.Start, command_line: bool) -> int:
-    """The run itself, every way it can end as one line and an exit code (0, 1, 2 or 130)."""
+def _train(begun, command_line: bool) -> int:
+    """The run itself (``begun``: a train.api.start.Start), every way it can end as one line and an exit code
+    (0, 1, 2 or 130)."""
+    from rewards.ray_eval import ClusterLost, RayUnreachable
     from rollout.openai_engine import EndpointError
+    from train.api import start
+    from train.config.config import ConfigError
     from train.warm_start.isolated import WarmStartFailed
 
     try:
@@ -98,7 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if bool(args.config) == bool(args.resume):
         parser.error("give exactly one of --config (a new run) or --resume RUN_DIR")
+    from rewards.ray_eval import RayUnreachable
+    from train.api import start
     from train.commands.task_check import TaskCheckError
+    from train.config.config import ConfigError
 
     try:
         begun = start.load(args.config, args.overrides, args.resume)
