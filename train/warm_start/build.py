@@ -156,11 +156,6 @@ def ensure_warm_start(inputs: WarmStartInputs, tools_for: ToolsFor, rebuild: boo
     return out
 
 
-def is_built(inputs: WarmStartInputs) -> bool:
-    """Whether the warm start ``inputs`` describe is in the cache already."""
-    return (warm_start_dir(inputs) / "config.json").is_file()
-
-
 def build(inputs: WarmStartInputs, tools_for: ToolsFor, out: Path, progress: bool = True) -> Path:
     """Make the data here (the tasks' mutants scored and shown with the run's tools), then fine-tune in a
     child process, which writes ``out`` atomically with ``warm_start.json`` and ``warm_start_data.jsonl``."""
