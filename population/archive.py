@@ -32,7 +32,6 @@ CREATE TABLE IF NOT EXISTS populations (epoch INTEGER NOT NULL, position INTEGER
     PRIMARY KEY (epoch, position));
 -- Rows of an epoch that was cut short by a crash, moved aside on --resume (never deleted).
 CREATE TABLE IF NOT EXISTS discarded_solutions AS SELECT * FROM solutions WHERE 0;
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 # Columns added since the first archives, in order: (name, declaration). Archives written before
 # them get them on open (``_migrate``), in solutions and discarded_solutions alike, so both keep
@@ -279,9 +278,6 @@ class Archive:
     def top(self, k: int) -> list[Solution]:
         return [_row(r) for r in self.db.execute(self._select + " ORDER BY reward DESC, id ASC LIMIT ?", (k,))]
 
-    def all_ids(self) -> np.ndarray:
-        return np.array([r[0] for r in self.db.execute("SELECT id FROM solutions ORDER BY id")], dtype=np.int64)
-
     def rewards(self, ids) -> np.ndarray:
         lookup = self._many("reward", ids)
         return np.array([lookup[int(i)] for i in ids], dtype=np.float64)
@@ -316,9 +312,6 @@ class Archive:
             self.db.execute("DELETE FROM solutions WHERE id > ?", (int(max_id),))
             self.db.execute("DELETE FROM populations WHERE epoch > ?", (int(epoch),))
         return moved
-
-    def population_tags(self, epoch: int) -> list[int]:
-        return [r[0] for r in self.db.execute("SELECT tag FROM populations WHERE epoch = ? ORDER BY position", (epoch,))]
 
     def get_population(self, epoch: int | None = None) -> tuple[int, list[int]]:
         """(epoch, ids) for the given epoch, or the latest one if None; (-1, []) if none is stored."""
@@ -369,15 +362,6 @@ class Archive:
         bound = (1 << 62) if max_epoch is None else max_epoch
         rows = self.db.execute("SELECT id FROM solutions WHERE embedding IS NOT NULL AND epoch <= ? ORDER BY id", (bound,))
         return np.array([r[0] for r in rows], dtype=np.int64)
-
-    # ---- run metadata ------------------------------------------------------------------
-    def set_meta(self, key: str, value: str) -> None:
-        with self.db:
-            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
-
-    def get_meta(self, key: str) -> str | None:
-        r = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if r is None else r[0]
 
     # ---- whole-run reads (reports, ablation tables, the run browser) -------------------
     def scores(self) -> list[tuple[int, int | None, int, float, bool]]:
@@ -451,10 +435,6 @@ class ReadOnlyArchive(Archive):
         where = " WHERE valid = 1" if valid_only else ""
         q = f"{self._summary_select()}{where} ORDER BY {self._ORDERS[order]} LIMIT ? OFFSET ?"
         return [dict(zip(self.SUMMARY, r)) for r in self.db.execute(q, (int(limit), int(offset)))]
-
-    def summary(self, sid: int) -> dict | None:
-        r = self.db.execute(f"{self._summary_select()} WHERE id = ?", (int(sid),)).fetchone()
-        return None if r is None else dict(zip(self.SUMMARY, r))
 
     def child_summaries(self, sid: int, limit: int) -> tuple[list[dict], int]:
         """The best ``limit`` children of ``sid`` (second-parent children too) and how many it has."""

@@ -6,7 +6,7 @@ The template is a working example (12 points spread in the unit square), so the 
 its comments say what goes in each file. ``--form search`` writes the search form of the same example
 (task.yaml ``form: search``, docs/search_form.md): task.yaml, description.md, brief.md and the starter come
 from tasks/new_task_template/search/, the verifier is the same. The commands printed are README's "Adding your own task"
-steps (tests/loop/test_new_task_recipe.py follows them literally): check, warm start, a CPU run on the
+steps (tests/commands/test_new_task_recipe.py follows them literally): check, warm start, a CPU run on the
 quickstart config (a warm-started SmolLM2-135M, no config file of the task's own), paper scale.
 """
 

@@ -85,7 +85,7 @@ def test_lineage_queries_on_a_hand_built_tree(tmp_path):
         assert arch.count() == 6
         assert arch.rewards([c, b, c]).tolist() == [3.0, 0.0, 3.0]
         assert arch.rewards([]).shape == (0,)
-        assert arch.all_ids().tolist() == [root, a, b, c, e, d] and arch.all_ids().dtype == np.int64
+        assert [s[0] for s in arch.scores()] == [root, a, b, c, e, d]
         with pytest.raises(KeyError, match="4242"):
             arch.rewards([root, 4242])
 
@@ -105,17 +105,19 @@ def test_populations_per_epoch(tmp_path):
         assert arch.get_population() == (2, [ids[2], ids[0], ids[3]])
         assert arch.get_population(0) == (0, [ids[0]]) and arch.get_population(1) == (1, [ids[3], ids[1]])
         assert arch.get_population(5) == (5, [])
-        assert arch.population_tags(2) == [1, 0, 1] and arch.population_tags(0) == [-1]
+        assert _tags(arch, 2) == [1, 0, 1] and _tags(arch, 0) == [-1]  # each slot's tag, stored for the run's record
 
 
-def test_embeddings_hash_cache_and_meta(tmp_path):
+def _tags(arch, epoch: int) -> list[int]:
+    return [t for (t,) in arch.db.execute("SELECT tag FROM populations WHERE epoch = ? ORDER BY position", (epoch,))]
+
+
+def test_embeddings_and_their_hash_cache(tmp_path):
     path = tmp_path / "a.sqlite"
     emb = np.random.default_rng(0).normal(size=(3, 384)).astype(np.float32)
     with Archive(path) as arch:
         ids = arch.add_many([row(code=f"x = {i}") for i in range(4)])
         arch.put_embeddings(ids[:3], emb, ["h0", "h1", "h2"])
-        arch.set_meta("epoch", "1")
-        arch.set_meta("epoch", "2")
         with pytest.raises(KeyError, match="999"):  # the whole update is rolled back
             arch.put_embeddings([ids[3], 999], emb[:2], ["h3", "h9"])
         with pytest.raises(ValueError, match="2 ids"):
@@ -129,7 +131,6 @@ def test_embeddings_hash_cache_and_meta(tmp_path):
         with pytest.raises(KeyError, match="no stored embedding"):
             arch.get_embeddings([ids[3]])
         assert arch.program_ids().tolist() == ids[:3]
-        assert arch.get_meta("epoch") == "2" and arch.get_meta("missing") is None
 
 
 # ---- crash safety ---------------------------------------------------------------------------

@@ -265,7 +265,7 @@ def test_the_loop_on_ray_archives_exactly_what_the_local_loop_does(ray_cluster, 
                          f"run.name={backend}", "trainer.epochs=2", *extra]) == 0
             with Archive(tmp_path / backend / "archive.sqlite") as arch:
                 runs[backend] = [(s.parent_id, s.code, s.reward, s.valid, s.feedback, s.epoch)
-                                 for s in (arch.get(int(i)) for i in arch.all_ids())]
+                                 for s in (arch.get(row[0]) for row in arch.scores())]
     finally:
         del ENGINES["scripted"]
     assert len(runs["local"]) == 1 + 2 * 2 * 4 and runs["ray"] == runs["local"]

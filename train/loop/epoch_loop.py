@@ -11,7 +11,6 @@ timed the same way (``_timed``) into the epoch's phase times (metrics.jsonl ``*_
 from __future__ import annotations
 
 import contextlib
-import math
 import random
 import time
 from concurrent.futures import Future
@@ -23,7 +22,7 @@ import torch
 from tqdm import tqdm
 
 from population.child import Child
-from rewards import Evaluator, make_runner
+from rewards import Evaluator
 from rewards.ray_eval import check_reachable
 from rollout.engines import Completion, SamplingParams, build_engine, engine_needs_weights, generate_streaming, preflight_engine
 from rollout.operators import function_source, make_operator, uses_policy
@@ -44,7 +43,8 @@ from train.loop.dynamic_sampling import DROPPED, refill
 from train.loop.epoch_metrics import add_phase_times, epoch_metrics, operator_metrics, search_metrics
 from train.loop.evolution import Evolution
 from train.loop.no_learning import LearningWatch
-from train.loop.run_dir import RunDir, resume_command, table_columns, table_header, table_row
+from train.loop.run_dir import RunDir, library_log, resume_command, table_columns, table_header, table_row
+from train.loop.task_tools import TaskTools, task_tools
 
 
 @dataclass
@@ -132,8 +132,8 @@ def seed_everything(seed: int) -> None:
 class HelixRun:
     @staticmethod
     def preflight(cfg: HelixConfig, info: DistInfo) -> None:
-        """What must hold before anything is loaded, warm-started or written (the entry point calls it
-        first, train/helix.py): a wrong URL or Ray address costs seconds, and no run directory."""
+        """What must hold before anything is loaded, warm-started or written (the start routine calls it
+        first, train.api.start): a wrong URL or Ray address costs seconds, and no run directory."""
         if cfg.trainer.prompts_per_epoch < info.world:
             raise ConfigError(f"trainer.prompts_per_epoch = {cfg.trainer.prompts_per_epoch} must be >= the number "
                               f"of ranks ({info.world})")
@@ -145,13 +145,15 @@ class HelixRun:
         if cfg.task.eval_backend == "ray" and info.is_main:
             check_reachable(cfg.task.ray_address)  # likewise: no Ray cluster is an error within seconds
 
-    def __init__(self, cfg: HelixConfig, config_stem: str, info: DistInfo, policy: str, resume: Path | None = None):
+    def __init__(self, cfg: HelixConfig, config_stem: str, info: DistInfo, policy: str, resume: Path | None = None,
+                 tools: TaskTools | None = None):
         """Everything a run holds: the policy, its learner and engine on every rank, and rank 0's
         ``MainState``. ``policy`` is the model to load: ``model.policy`` or its warm-started copy,
-        resolved before the run is built (train.commands.warm_start.resolve_policy; every rank the
-        same). ``resume`` is a checkpoint directory to continue from."""
+        resolved before the run is built (train.api.start; every rank the same). ``resume`` is a
+        checkpoint directory to continue from. ``tools``: rank 0's evaluator and prompt builder when the
+        start made them (the warm start's data used them first); without them the run makes its own."""
         seed_everything(cfg.run.seed)
-        self.cfg, self.info, self.resume = cfg, info, resume
+        self.cfg, self.info, self.resume, self.tools = cfg, info, resume, tools
         self.task = load_task(cfg.task.name)
         self.stop_target = records.stop_target(self.task, cfg.run.stop_at_reward)  # run.stop_at_reward as a number
         self.progress = cfg.run.progress and info.is_main
@@ -163,10 +165,8 @@ class HelixRun:
         self.needs_weights = self.generates and (cfg.trainer.enabled or engine_needs_weights(cfg.rollout.engine))
         self.policy = policy
         cfg.run.name = broadcast(cfg.run.name or default_run_name(cfg), info)
-        self.library_log = None  # where library chatter goes (run.library_logs: file): the terminal stays readable
-        if cfg.run.library_logs == "file":
-            name = "library.log" if info.is_main else f"library-rank{info.rank}.log"
-            self.library_log = Path(cfg.run.output_dir) / cfg.run.name / name
+        self.library_log = library_log(cfg, info.rank)  # where library chatter goes: the terminal stays readable
+        if self.library_log is not None:
             console.quiet_environment()
         self._build_policy()
         self.pending_checkpoint = None  # a Future while an asynchronous checkpoint is being written
@@ -235,24 +235,14 @@ class HelixRun:
     def _build_main(self, config_stem: str, evo_state: dict | None) -> MainState:
         cfg, resume = self.cfg, self.resume
         # First: an unreachable Ray cluster fails here, before a run directory exists.
-        runner = make_runner(cfg.task.eval_backend, self.task, cfg.task.ray_address, cfg.task.eval_workers,
-                             library_log=self.library_log, say=self._say)
+        tools = self.tools or task_tools(cfg, self.task, self.tokenizer, library_log=self.library_log, say=self._say)
         run_dir = RunDir(cfg, config_stem, resume_epoch=self.start_epoch if resume else None,
                          resume_logs=checkpoint_logs(resume) if resume else None)
         print(f"[helix] run directory: {run_dir.path}", flush=True)
         if resume is not None:
             print(f"[helix] resuming from {resume} (epoch {self.start_epoch} of {cfg.trainer.epochs})", flush=True)
-        evaluator = Evaluator(self.task, workers=cfg.task.eval_workers or None, timeout_s=cfg.task.timeout_s,
-                              memory_mb=cfg.task.memory_mb, runner=runner,
-                              keep_artefacts=(self.task.folder / "render.py").is_file(),  # drawn by train/runs
-                              exact_from=-math.inf)  # the starter is the run's first best: checked; then records.check_from
-        evo = Evolution(cfg, run_dir.archive_path, self.task, evaluator, resume=evo_state)
-        builder = None
-        if self.generates:
-            builder = PromptBuilder(self.tokenizer, self.task.prompt_description(cfg.rollout.description),
-                                    self.task.entry_function, evaluator.timeout_s, cfg.rollout.max_prompt_tokens,
-                                    cfg.rollout.n_ancestors, template=self.task.prompt_template)
-        return MainState(run_dir, evaluator, evo, builder)
+        evo = Evolution(cfg, run_dir.archive_path, self.task, tools.evaluator, resume=evo_state)
+        return MainState(run_dir, tools.evaluator, evo, tools.builder)
 
     # ---- the loop ---------------------------------------------------------------------
     def train(self) -> Path | None:

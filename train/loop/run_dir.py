@@ -1,4 +1,6 @@
-"""The run directory: resolved config, per-epoch metrics, samples, best program.
+"""The run directory: resolved config, per-epoch metrics, samples, best program, and which of its
+checkpoints are complete (writing and reading one: train.loop.checkpoint, which needs torch; finding
+one, as ``--resume`` and a stop line do, needs none).
 
 Every file is written so that a kill at any instant leaves either the old or the new
 version: JSONL lines are appended and flushed, whole files are replaced atomically.
@@ -10,6 +12,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 import time
@@ -156,12 +159,52 @@ class RunDir:
             self._wandb = None
 
 
+def library_log(cfg: HelixConfig, rank: int = 0) -> Path | None:
+    """Where a rank's library chatter goes (vLLM's and wandb's lines, Ray's reports) when run.library_logs is
+    file; None when it goes to the terminal."""
+    if cfg.run.library_logs != "file":
+        return None
+    return Path(cfg.run.output_dir) / cfg.run.name / ("library.log" if rank == 0 else f"library-rank{rank}.log")
+
+
 def resume_command(run_path: Path) -> str:
     """The command that continues the run at ``run_path`` from its newest complete checkpoint."""
     script = sys.argv[0] if sys.argv[0].endswith("helix.py") else "train/helix.py"
     ranks = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1")))
     launcher = f"torchrun --nproc_per_node {ranks}" if ranks > 1 else "python"
     return f"{launcher} {script} --resume {run_path}"
+
+
+CHECKPOINTS = "checkpoints"
+_NAME = re.compile(r"^epoch-(\d{6})$")
+
+
+def checkpoint_dirs(run_dir: Path) -> list[Path]:
+    """Complete checkpoints, oldest first (temporary directories never match the name)."""
+    root = Path(run_dir) / CHECKPOINTS
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir() if p.is_dir() and _NAME.match(p.name) and (p / "state.json").is_file()]
+    return sorted(found, key=lambda p: int(_NAME.match(p.name).group(1)))
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    dirs = checkpoint_dirs(run_dir)
+    return dirs[-1] if dirs else None
+
+
+def stop_line(run_path: Path, event: str, detail: str = "") -> str:
+    """One line for a run that stops before its end (a lost Ray cluster, Ctrl-C): in which epoch, the
+    last complete checkpoint, and the exact command that continues from it, e.g. ``interrupted in
+    epoch 3; last complete checkpoint: epoch 2 (runs/x/checkpoints/epoch-000002); resume with:
+    python train/helix.py --resume runs/x``."""
+    epoch = last_epoch(run_path / "metrics.jsonl") + 1
+    line = f"{event} in epoch {epoch}" + (f" ({detail})" if detail else "")
+    ckpt = latest_checkpoint(run_path)
+    if ckpt is None:
+        return f"{line}; no complete checkpoint yet: start the run again"
+    return f"{line}; last complete checkpoint: epoch {int(ckpt.name.split('-')[1])} ({ckpt}); resume with: " \
+           f"{resume_command(run_path)}"
 
 
 # The novelty gate's column (evolution.novelty_threshold > 0), after ``rep``: near repeats held back unrun.

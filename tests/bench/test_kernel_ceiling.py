@@ -1,13 +1,12 @@
-"""train.learner.kernel_ceiling records the matmul and attention calls a step dispatches (backward
+"""scripts/bench/benchlib/kernel_ceiling.py records the matmul and attention calls a step dispatches (backward
 included), counts their FLOPs against counts made by hand, rebuilds their operand layouts, and
 the CPU-limits report prints the ceiling table. No timing is asserted."""
 
 import pytest
 import torch
 import torch.nn.functional as F
-
-from train.learner import flops
-from train.learner.kernel_ceiling import Call, Ceiling, KernelLog, TensorSpec, replay
+from benchlib import flops
+from benchlib.kernel_ceiling import Call, Ceiling, KernelLog, TensorSpec, replay
 
 aten = torch.ops.aten
 

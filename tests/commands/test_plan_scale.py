@@ -1,6 +1,7 @@
 """scripts/plan_scale.py (train/commands/scale_plan.py): the projection's arithmetic against hand-computed values, the sandbox
-rate read from a BENCHMARKS.md table, and the command line end to end on a paper config."""
+rate read from the measured figures (BENCHMARKS.json), and the command line end to end on a paper config."""
 
+import json
 import math
 import re
 import subprocess
@@ -13,20 +14,11 @@ from train.commands import scale_plan as ps
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SANDBOX_MD = """# Benchmarks
-
-## Sandbox: evaluations per second (test box)
-
-| program | workers | sandbox evals/s | bare evals/s |
-|---|---|---|---|
-| trivial | 1 | 10.2 | 10.9 |
-| circle_packing_26 starter | 1 | 11.5 | 11.4 |
-| circle_packing_26 starter | 4 | 37.6 | 14.0 |
-
-## Overlap: another table with a row of the same name
-
-| circle_packing_26 starter | 16 | 999.0 | 1.0 |
-"""
+SANDBOX = {"sandbox": {"date": "2026-01-02", "machine": "test box", "rows": [
+    {"program": "trivial", "workers": 1, "sandbox_evals_per_s": 10.2},
+    {"program": "circle_packing_26 starter", "workers": 1, "sandbox_evals_per_s": 11.5},
+    {"program": "circle_packing_26 starter", "workers": 4, "sandbox_evals_per_s": 37.6},
+]}, "overlap": {"rows": [{"program": "circle_packing_26 starter", "workers": 16, "sandbox_evals_per_s": 999.0}]}}
 
 
 def test_generation_and_train_time_match_hand_arithmetic():
@@ -117,19 +109,30 @@ def test_parameter_count_of_a_llama_without_attention_bias():
     assert ps.params_from_hf_config(config.to_dict()) == sum(p.numel() for p in model.parameters())
 
 
-def test_sandbox_rate_is_read_from_the_sandbox_section_only():
-    rate, how = ps.parse_sandbox_rate(SANDBOX_MD, "circle_packing_26 starter")
-    assert rate == pytest.approx(37.6 / 4)  # the most workers in *this* section, per core
-    assert "4 workers" in how and "Sandbox" in how
-    assert ps.parse_sandbox_rate(SANDBOX_MD, "trivial")[0] == pytest.approx(10.2)
+def test_sandbox_rate_is_read_from_the_sandbox_rows_only():
+    rate, how = ps.sandbox_rate(SANDBOX, "circle_packing_26 starter")
+    assert rate == pytest.approx(37.6 / 4)  # the most workers among the *sandbox* rows, per core
+    assert "4 workers" in how and "BENCHMARKS.json sandbox (2026-01-02, test box)" in how
+    assert ps.sandbox_rate(SANDBOX, "trivial")[0] == pytest.approx(10.2)
     with pytest.raises(ValueError, match="no row"):
-        ps.parse_sandbox_rate(SANDBOX_MD, "eggholder starter")
-    with pytest.raises(ValueError, match="Sandbox"):
-        ps.parse_sandbox_rate("# Benchmarks\n\n## Rollout\n", "trivial")
+        ps.sandbox_rate(SANDBOX, "eggholder starter")
+    with pytest.raises(ValueError, match="no sandbox rates"):
+        ps.sandbox_rate({"rollout": {"rows": []}}, "trivial")
+    with pytest.raises(ValueError, match="without its program, workers"):
+        ps.sandbox_rate({"sandbox": {"rows": [{"program": "trivial", "workers": 1}]}}, "trivial")
 
 
-def test_the_real_benchmarks_file_has_a_readable_sandbox_rate():
-    rate, how = ps.parse_sandbox_rate((ROOT / "BENCHMARKS.md").read_text(), "circle_packing_26 starter")
+def test_the_measured_sandbox_rates_are_benchmarks_mds_sandbox_table():
+    """BENCHMARKS.json holds, as data, the sandbox column of BENCHMARKS.md's Sandbox table (the first table of
+    that section), so the prose and the figures the plan reads cannot drift apart."""
+    text = (ROOT / "BENCHMARKS.md").read_text()
+    section = re.search(r"^## Sandbox\b.*?(?=^## |\Z)", text, flags=re.M | re.S).group(0)
+    table = re.search(r"^\| program \| workers \| sandbox evals/s \|.*?(?=^[^|])", section, flags=re.M | re.S).group(0)
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()[2:]]
+    measured = json.loads((ROOT / "BENCHMARKS.json").read_text())
+    assert [(r["program"], r["workers"], r["sandbox_evals_per_s"]) for r in measured["sandbox"]["rows"]] == [
+        (c[0], int(c[1]), float(c[2])) for c in cells]
+    rate, how = ps.sandbox_rate(measured, "circle_packing_26 starter")
     assert 0 < rate < 1000 and "workers" in how
 
 
@@ -157,12 +160,12 @@ def _run(*args, cwd=ROOT):
 
 @pytest.mark.slow  # end to end through a subprocess (5-9 s): kept out of the -m 'not slow' tier
 def test_end_to_end_on_the_14b_config_prints_every_phase(tmp_path):
-    bench = tmp_path / "BENCHMARKS.md"
-    bench.write_text(SANDBOX_MD)
+    bench = tmp_path / "measured.json"
+    bench.write_text(json.dumps(SANDBOX))
     proc = _run("--config", "configs/base/paper_14b.yaml", "task.name=circle_packing_26",
                 "--gen-tok-s-per-gpu", "1843.7", "--train-tok-s-per-gpu",
                 "977.3", "--node-cores", "112", "--params", "14.77e9", "--disk-gb-s", "2", "--prompt-tokens", "1211",
-                "--benchmarks", str(bench), "--source", "gen-tok-s-per-gpu=assumed for the test")
+                "--measured", str(bench), "--source", "gen-tok-s-per-gpu=assumed for the test")
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert out.startswith("PROJECTION, not a measurement")
@@ -178,7 +181,7 @@ def test_end_to_end_on_the_14b_config_prints_every_phase(tmp_path):
     assert rows["checkpoint"] == pytest.approx(checkpoint, abs=0.05)
     assert rows["epoch"] == pytest.approx(gen + train + evaluate + checkpoint, abs=0.1)
     assert "| gen-tok-s-per-gpu | 1843.7 | assumed for the test |" in out
-    assert "| evals-per-s-per-core | 9.4 | measured: BENCHMARKS.md" in out
+    assert "| evals-per-s-per-core | 9.4 | measured: measured.json sandbox (2026-01-02, test box)" in out
     assert f"{math.ceil(children * 60 / gen)} cores by the work" in out  # worst case: task.timeout_s = 60
 
 
@@ -198,11 +201,11 @@ def test_a_missing_gpu_rate_is_a_clear_error_naming_the_flag(capsys):
 
 @pytest.mark.slow  # end to end through a subprocess (5-9 s): kept out of the -m 'not slow' tier
 def test_no_sandbox_rate_anywhere_is_an_error_naming_the_flag(tmp_path):
-    bench = tmp_path / "BENCHMARKS.md"
-    bench.write_text("# Benchmarks\n\n## Rollout\n")
+    bench = tmp_path / "measured.json"
+    bench.write_text(json.dumps({"rollout": {"rows": []}}))
     proc = _run("--config", "configs/base/paper_14b.yaml", "task.name=circle_packing_26",
                 "--gen-tok-s-per-gpu", "1843.7", "--train-tok-s-per-gpu",
-                "977.3", "--benchmarks", str(bench))
+                "977.3", "--measured", str(bench))
     assert proc.returncode == 2
     assert "missing --evals-per-s-per-core" in proc.stderr and "bench_sandbox.py" in proc.stderr
     assert "PROJECTION" not in proc.stdout

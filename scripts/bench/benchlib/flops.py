@@ -1,10 +1,11 @@
 """FLOP accounting of a causal LM step against the machine's measured matmul rate.
 
-The counts that scripts/bench/bench_cpu_limits.py reports, in a package so tests check them by name:
+The counts that scripts/bench/bench_cpu_limits.py reports, in the benchmarks' package so tests check them by name:
 ``Shapes`` (a model's sizes from its config), the standard count (a forward is 2 x non-embedding
 parameters per token, plus 2 x d x vocab per token whose logits are computed, plus causal attention;
 a backward is twice its forward), ``Counter`` (what the code actually ran, from hooks), the peak
-matmul rate, and the report's rows. Torch only; no other HELIX package."""
+matmul rate, and the report's rows; and a GRPO step's model FLOPs, which scripts/bench/bench_trainer_gpu.py
+reports as MFU. Torch only; no other HELIX package."""
 
 from __future__ import annotations
 
@@ -12,6 +13,22 @@ import time
 from dataclasses import dataclass, field
 
 import torch
+
+# The GRPO step's model FLOPs (PaLM-style): scripts/bench/bench_trainer_gpu.py's MFU, and the unit of
+# train.commands.scale_plan.train_passes.
+FLOPS_FORMULA = "(6 + 2 if reference else 6) * N_params(all, tied once) * tokens(prompt+response, all ranks)"
+
+
+def model_flops(n_params: int, tokens: int, with_reference: bool = True) -> float:
+    """Model FLOPs of one GRPO step: 6N per token for policy forward + backward, 2N for the reference forward."""
+    return (6 + (2 if with_reference else 0)) * n_params * tokens
+
+
+def mfu(n_params: int, tokens: int, seconds: float, peak_tflops: float | None, with_reference: bool = True):
+    """Achieved model FLOP/s over the peak; None without a peak."""
+    if not peak_tflops:
+        return None
+    return model_flops(n_params, tokens, with_reference) / seconds / (peak_tflops * 1e12)
 
 
 def load() -> float:

@@ -1,5 +1,5 @@
 """Every shipped config loads and validates; configs inherit their bases; every ablation variant, applied to every
-run, is that run's config plus one setting; every task runs with the time limit its old config file gave it.
+run, is that run's config plus one setting; an explicit time limit wins over the task's own.
 
 Layout: configs/base/ holds the scales a task runs on by name (cpu.yaml; paper_14b.yaml / paper_32b.yaml on
 paper.yaml): `--config configs/base/cpu.yaml task.name=T`, with the task's own time limit from its task.yaml.
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tasks import available_tasks
 from train.commands import ablate
 from train.config.config import ConfigError, HelixConfig, load_config, to_dict
 from train.config.schema import flatten, leaves
@@ -24,20 +25,10 @@ RUNNABLE = sorted(CONFIGS.glob("*.yaml"))
 BASES = sorted((CONFIGS / "base").glob("*.yaml"))
 VARIANTS = sorted((CONFIGS / "ablations").glob("*.yaml"))
 SCALES = [CONFIGS / "base" / f for f in ("cpu.yaml", "paper_14b.yaml", "paper_32b.yaml")]  # run with task.name=T
-# Each task's time limit as its configs/<task>.yaml set it (CPU scale) before those files went (issue 38), and the
-# paper-scale configs' (configs/*_14b.yaml, *_32b.yaml): the limits now come from task.yaml and must not move.
-OLD_CPU_TIMEOUT_S = {
-    "autocorrelation_third": 20, "bin_packing_or": 30, "bin_packing_weibull": 30, "boston_housing": 30,
-    "cap_set_4": 20, "cap_set_5": 20, "cap_set_6": 20, "cap_set_7": 20, "cap_set_8": 20,
-    "circle_packing_26": 20, "circle_packing_26_disk": 20, "circle_packing_32": 20, "circle_packing_rect_21": 20,
-    "dyck_bijection": 20, "eggholder": 30, "keane_bump_10": 30, "keane_bump_20": 30, "keane_bump_30": 30,
-    "mishra_bird": 30, "mstd_30": 20, "spherical_code_30": 20, "symreg_biology": 20, "symreg_chemistry": 20,
-    "symreg_physics": 20,
-}
-OLD_PAPER_TIMEOUT_S = {"circle_packing_26": 60, "keane_bump_30": 120, "symreg_chemistry": 60}
+PAPER_TASKS = ("circle_packing_26", "keane_bump_30", "symreg_chemistry")  # the tasks the paper scales were set up for
 # What the ablation check runs every variant on: the quickstart, every task at CPU scale, the paper tasks at both sizes.
-RUNS = [(p, ()) for p in RUNNABLE] + [(SCALES[0], (f"task.name={t}",)) for t in sorted(OLD_CPU_TIMEOUT_S)] + [
-    (base, (f"task.name={t}",)) for base in SCALES[1:] for t in sorted(OLD_PAPER_TIMEOUT_S)]
+RUNS = [(p, ()) for p in RUNNABLE] + [(SCALES[0], (f"task.name={t}",)) for t in sorted(available_tasks())] + [
+    (base, (f"task.name={t}",)) for base in SCALES[1:] for t in PAPER_TASKS]
 
 
 def _ids(paths):
@@ -107,20 +98,10 @@ def test_every_base_is_run_or_has_children(base):
 def test_paper_scales_differ_only_in_model_size():
     """base/paper_14b.yaml and base/paper_32b.yaml are base/paper.yaml plus the model: they differ in model.policy
     and rollout.vllm.tp only, whichever task they run."""
-    for task in OLD_PAPER_TIMEOUT_S:
+    for task in PAPER_TASKS:
         small, large = (_resolved(base, (f"task.name={task}",)) for base in SCALES[1:])
         diff = {k for k, v in small.items() if large[k] != v}
         assert diff == {"model.policy", "rollout.vllm.tp"}, diff
-
-
-@pytest.mark.parametrize("task", sorted(OLD_CPU_TIMEOUT_S))
-def test_each_task_runs_with_the_time_limit_its_old_config_gave_it(task):
-    """`configs/base/cpu.yaml task.name=T` runs T with the limit configs/T.yaml set (now task.yaml's cpu_timeout_s);
-    the paper bases with the paper's (task.yaml's timeout_s, which configs/*_14b.yaml and *_32b.yaml repeated)."""
-    assert _resolved(SCALES[0], (f"task.name={task}",))["task.timeout_s"] == OLD_CPU_TIMEOUT_S[task]
-    if task in OLD_PAPER_TIMEOUT_S:
-        for base in SCALES[1:]:
-            assert _resolved(base, (f"task.name={task}",))["task.timeout_s"] == OLD_PAPER_TIMEOUT_S[task]
 
 
 def test_an_explicit_limit_wins_over_the_tasks_own():

@@ -1,6 +1,6 @@
 """How far circle_packing_26's starter goes by changing its own numbers, and two structural rewrites
 that numeric edits cannot make: the logic of ``scripts/bench/bench_circle_reach.py``, kept in the
-package so its tests import it. The numbers are the ones the warm start's numeric edit draws from
+benchmarks' package so its tests import it. The numbers are the ones the warm start's numeric edit draws from
 (``train.warm_start.data._numbers``); every candidate is scored by the task's own sandboxed evaluator.
 """
 

@@ -1,21 +1,20 @@
-"""warm_start.gradient_checkpointing: each decoder layer recomputed in backward on the prompt's read-only
-cache (train.warm_start.answer_loss). It must change no weight, keep the cache key, and really recompute."""
+"""The supervised step (train.learner.supervised), the warm start's fine-tune: with gradient checkpointing each
+decoder layer is recomputed in backward on the prompt's read-only cache, which must change no weight, keep the
+warm start's cache key, and really recompute; the build's child process reports its failures as they are."""
 
 import numpy as np
 import pytest
 import torch
 
-from train.warm_start.answer_loss import SharedPrompt, answers_nll, prompt_cache
-from train.warm_start.build import Example, train
-from train.warm_start.config import WarmStartConfig
+from train.learner.supervised import Answer, Recipe, SharedPrompt, answers_nll, fine_tune, prompt_cache
 
 
-def _examples() -> list[Example]:
+def _examples() -> list[Answer]:
     rng = np.random.default_rng(3)
     out = []
     for parent in range(3):
         prompt = rng.integers(100, 5000, 45).tolist()
-        out += [Example("t", parent, prompt, "", rng.integers(100, 5000, n).tolist() + [2]) for n in (7, 12, 3, 9, 5)]
+        out += [Answer(prompt, rng.integers(100, 5000, n).tolist() + [2], parent) for n in (7, 12, 3, 9, 5)]
     return out
 
 
@@ -27,9 +26,8 @@ def _trained(dtype: str, checkpointing: bool):
     calls = [0]
     for layer in model.model.layers:
         layer.register_forward_pre_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))  # a recompute stops early
-    ws = WarmStartConfig(enabled=True, epochs=2, lr=1e-3, answers_per_pass=2, dtype=dtype,
-                         gradient_checkpointing=checkpointing)
-    losses = train(model, _examples(), ws, pad_id=2, progress=False)
+    recipe = Recipe(lr=1e-3, epochs=2, answers_per_pass=2, autocast=dtype, gradient_checkpointing=checkpointing)
+    losses = fine_tune(model, _examples(), recipe, pad_id=2, progress=False)
     return model, losses, calls[0]
 
 
@@ -74,20 +72,29 @@ def test_checkpointing_is_not_in_the_cache_key():
 
 
 def test_a_build_that_fails_in_its_child_raises_the_same_error_here(tmp_path):
-    """The warm start is built in a spawned child (train.warm_start.isolated): its failure must read as it did
+    """The fine-tune runs in a spawned child (train.warm_start.isolated): its failure must read as it did
     in-process, the same type and message (the command line prints it as one line), with the child's traceback
-    kept as a note, and nothing cached."""
+    kept as a note, and nothing written. A base model that is not there fails before any data is made."""
     from train.config.config import load_config, warm_start_inputs
     from train.learner.models import ModelNotFoundError
-    from train.warm_start.build import ensure_warm_start, warm_start_dir
+    from train.warm_start import isolated
+    from train.warm_start.build import Example, ensure_warm_start, warm_start_dir
 
     missing = tmp_path / "no-such-model"
-    inputs = warm_start_inputs(load_config(None, [f"model.policy={missing}", f"model.cache_dir={tmp_path / 'cache'}",
-                                                  "warm_start.enabled=true"]))
+    cfg = load_config(None, [f"model.policy={missing}", f"model.cache_dir={tmp_path / 'cache'}", "warm_start.enabled=true"])
+    inputs = warm_start_inputs(cfg)
+    examples = [Example("circle_packing_26", 0, [5, 6, 7], "x", [8, 2])]
     with pytest.raises(ModelNotFoundError, match="neither") as raised:
-        ensure_warm_start(inputs, progress=False)
+        isolated.build_in_child(inputs, examples, {"drawn": 1, "valid": 1, "data_s": 0.1}, tmp_path / "out", progress=False)
     notes = "\n".join(getattr(raised.value, "__notes__", []))
-    assert "raised in the warm start's build process" in notes and "resolve_policy_path" in notes
+    assert "raised in the warm start's build process" in notes and "load_policy" in notes
+    assert not (tmp_path / "out").exists()
+
+    def no_tools(name):
+        raise AssertionError("no sandbox for a model that is not there")
+
+    with pytest.raises(ModelNotFoundError, match="neither"):
+        ensure_warm_start(inputs, no_tools, progress=False)
     assert not warm_start_dir(inputs).exists()
 
 
@@ -105,5 +112,5 @@ def test_a_build_process_killed_without_a_word_is_one_clear_error(tmp_path, monk
     monkeypatch.setattr(isolated.sys, "executable", str(killer))
     inputs = warm_start_inputs(load_config(None, ["model.policy=tiny-random", "warm_start.enabled=true"]))
     with pytest.raises(isolated.WarmStartFailed, match=r"exit code -9 \(SIGKILL: out of memory\?\); nothing was cached"):
-        isolated.build_in_child(inputs, tmp_path / "out", progress=False)
+        isolated.build_in_child(inputs, [], {}, tmp_path / "out", progress=False)
     assert not (tmp_path / "out").exists()

@@ -1,10 +1,12 @@
 import dataclasses
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from train.config.config import ConfigError, HelixConfig, dump_config, load_config
+from train.config.config import ConfigError, HelixConfig, check_learner_names, config_source, dump_config, load_config
 from train.config.schema import bounds, parse_bound, parse_override
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -61,8 +63,6 @@ def test_unknown_section_names_nearest(tmp_path):
     ("selection.strategy=nsga", "Did you mean 'nsga2'"),
     ("rollout.engine=hff", "Did you mean 'hf'"),
     ("task.name=circle_packing26", "Did you mean 'circle_packing_26'"),
-    ("trainer.adv_estimator=grpoo", "Did you mean 'grpo'"),
-    ("trainer.policy_loss=gspoo", "Did you mean 'gspo'"),
     ("run.stop_at_reward=bestknown", "is neither a number nor one of ['best_known'] (nor null). Did you mean 'best_known'?"),
     ("run.stop_at_reward=true", "run.stop_at_reward: True is neither a number nor one of ['best_known']"),
     ("run.stop_at_reward=.inf", "run.stop_at_reward = inf must be a finite number, best_known or null"),
@@ -72,6 +72,30 @@ def test_bad_values_fail_at_start_up(override, fragment):
         load_config(CONFIGS / "quickstart.yaml", [override])
     assert fragment in str(err.value)
     assert "quickstart.yaml" in str(err.value)
+
+
+@pytest.mark.parametrize("override, fragment", [
+    ("trainer.adv_estimator=grpoo", "Did you mean 'grpo'"),
+    ("trainer.policy_loss=gspoo", "Did you mean 'gspo'"),
+])
+def test_verls_names_are_checked_where_a_run_starts(override, fragment):
+    """Only verl knows its estimators and losses, and importing it imports torch: loading leaves them to
+    check_learner_names, which the run's start calls before the warm start (train.api.start.execute)."""
+    cfg = load_config(CONFIGS / "quickstart.yaml", [override])
+    with pytest.raises(ConfigError) as err:
+        check_learner_names(cfg, config_source(CONFIGS / "quickstart.yaml", [override]))
+    assert fragment in str(err.value) and "quickstart.yaml" in str(err.value) and override in str(err.value)
+    check_learner_names(load_config(CONFIGS / "quickstart.yaml", [override, "trainer.enabled=false"]))  # EvoOnly: unused
+
+
+def test_loading_and_checking_a_config_imports_no_torch():
+    """The config, every section's bounds and every registry name but verl's, without torch (seconds saved on
+    every command that reads a config, and on every error in one)."""
+    code = ("import sys; from train.config.config import load_config; "
+            "cfg = load_config('configs/quickstart.yaml', ['trainer.dynamic_sampling.enabled=true']); "
+            "print(cfg.task.name, sorted(m for m in ('torch', 'verl', 'transformers') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=CONFIGS.parent, timeout=300)
+    assert proc.stdout.strip() == "circle_packing_26 []", proc.stderr
 
 
 def test_dotted_overrides_and_yaml_scientific_notation(tmp_path):

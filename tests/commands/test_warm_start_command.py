@@ -1,5 +1,5 @@
-"""The warm start is resolved before the run is built (train/commands/warm_start.py, called by
-train/helix.py on every rank), and built on its own by `helix warm-start` or `python -m train.warm_start`."""
+"""`helix warm-start` and `python -m train.warm_start`: the warm start built (or found) on its own, outside a run
+(a run resolves its own in its start: tests/api/test_start.py)."""
 
 import json
 import runpy
@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 
 import train.warm_start.build as build
-from train.commands.warm_start import resolve_policy
-from train.config.config import load_config
 
 QUICK = str(Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml")
 
@@ -23,27 +21,12 @@ def built(monkeypatch, tmp_path):
     out.mkdir()
     (out / "warm_start.json").write_text(json.dumps({"key": out.name, "examples": 6, "losses": [1.0, 0.5]}))
 
-    def ensure(inputs, rebuild=False, progress=True):
+    def ensure(inputs, tools_for, rebuild=False, progress=True):
         seen.append(("ensure", inputs, rebuild))
         return out
 
     monkeypatch.setattr(build, "ensure_warm_start", ensure)
     return seen, out
-
-
-def test_the_run_gets_the_warm_started_path_only_when_it_loads_weights(built, capsys):
-    seen, out = built
-    cfg = load_config(QUICK, ["model.policy=tiny-random", "rollout.engine=hf", "warm_start.parents=3"])
-    assert resolve_policy(cfg, is_main=True) == str(out)
-    ((_, inputs, rebuild),) = seen
-    assert (inputs.base, inputs.tasks, inputs.recipe.parents, rebuild) == ("tiny-random", ("circle_packing_26",), 3, False)
-    off = load_config(QUICK, ["model.policy=tiny-random", "rollout.engine=hf", "warm_start.enabled=false"])
-    assert resolve_policy(off, is_main=True) == "tiny-random" and len(seen) == 1
-    frozen = load_config(QUICK, ["model.policy=tiny-random", "rollout.engine=openai", "trainer.enabled=false"])
-    capsys.readouterr()
-    assert resolve_policy(frozen, is_main=False) == "tiny-random" and capsys.readouterr().out == ""
-    assert resolve_policy(frozen, is_main=True) == "tiny-random" and len(seen) == 1  # the server holds the weights
-    assert capsys.readouterr().out.startswith("[helix] warm_start skipped: rollout.engine=openai")
 
 
 @pytest.mark.parametrize("how", ["helix", "module"])
