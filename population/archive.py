@@ -32,6 +32,8 @@ CREATE TABLE IF NOT EXISTS populations (epoch INTEGER NOT NULL, position INTEGER
     PRIMARY KEY (epoch, position));
 -- Rows of an epoch that was cut short by a crash, moved aside on --resume (never deleted).
 CREATE TABLE IF NOT EXISTS discarded_solutions AS SELECT * FROM solutions WHERE 0;
+-- What a run records about itself outside any one solution (the held-out score of its best: train.loop.records).
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 # Columns added since the first archives, in order: (name, declaration). Archives written before
 # them get them on open (``_migrate``), in solutions and discarded_solutions alike, so both keep
@@ -322,6 +324,15 @@ class Archive:
             epoch = r[0]
         ids = [r[0] for r in self.db.execute("SELECT solution_id FROM populations WHERE epoch = ? ORDER BY position", (epoch,))]
         return epoch, ids
+
+    # ---- run metadata ------------------------------------------------------------------
+    def set_meta(self, key: str, value: str) -> None:
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
+
+    def get_meta(self, key: str) -> str | None:
+        r = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if r is None else r[0]
 
     # ---- embeddings --------------------------------------------------------------------
     def put_embeddings(self, ids, emb: np.ndarray, hashes: list[str] | None = None) -> None:

@@ -73,7 +73,7 @@ def test_a_run_stops_at_its_target_with_checkpoint_export_and_both_figures(tmp_p
     from rollout.engines import ENGINES
     from tests.helpers.scripted import ScriptedEngine, metrics, run_helix
     from train.api import open_run
-    from train.loop.checkpoint import latest_checkpoint
+    from train.loop.run_dir import latest_checkpoint
     from train.runs.report import build_report
 
     ENGINES["scripted"] = type("OnBinPacking", (ScriptedEngine,), {"TASK": "bin_packing_or"})
@@ -88,7 +88,7 @@ def test_a_run_stops_at_its_target_with_checkpoint_export_and_both_figures(tmp_p
     assert latest_checkpoint(run).name == "epoch-000001" and (run / "export" / "config.json").is_file()
     with ReadOnlyArchive(run / "archive.sqlite") as arch:
         best, held = arch.best(), json.loads(arch.get_meta("heldout"))
-        checked = [arch.get(int(i)) for i in arch.all_ids() if arch.get(int(i)).valid]
+        checked = [s for s in map(arch.get, range(1, arch.count() + 1)) if s.valid]
     assert best.exact["status"] == "exact" and all(s.exact and s.exact["status"] == "exact" for s in checked)
     stop = next(line for line in out.splitlines() if "stop_at_reward" in line)
     assert stop.startswith(f"[helix] stop_at_reward: solution {checked[1].id} reached 90 with {best.reward:.10g} (exact) "

@@ -200,7 +200,7 @@ def _short_search_budget(evaluator):
     """A search-form program spends the budget it is told: a mutant here needs only to run and come back valid
     (its first call, from None), so while the data is made it gets the task check's short budget, not a whole
     search; the run's evaluator gets its own budget back after."""
-    if evaluator.form != "search":
+    if getattr(evaluator, "form", "construct") != "search":  # a stand-in evaluator (tests) has no form
         yield
         return
     from rewards.search_channel import CHECK_BUDGET_S
