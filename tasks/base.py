@@ -490,8 +490,8 @@ def _read_harness(folder: Path, spec: dict) -> str:
             break
     else:
         raise ValueError(f"{folder / 'task.yaml'}: harness '{spec['harness']}' must be a file inside "
-                         f"{' or '.join(map(str, bases))} (the path is relative to the folder holding the task "
-                         "folder, tasks/ for a shipped task, not to the task folder itself)")
+                         f"{' or '.join(map(str, bases))} (the path is relative to tasks/, not to the task folder; "
+                         "for a task of yours elsewhere, to the folder holding its folder)")
     source = path.read_text(encoding="utf-8")
     defined = _defined_functions(path, source)
     for key in ("harness_entry", "cascade_entry"):

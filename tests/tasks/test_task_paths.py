@@ -102,7 +102,7 @@ def test_a_user_task_may_not_shadow_a_shipped_one(tmp_path, monkeypatch):
 def test_task_paths_in_a_config_is_checked_strictly_and_searched(tmp_path, monkeypatch):
     name = unique("user_cfg")
     new_task(name, dest=tmp_path / "mine")
-    with pytest.raises(ConfigError, match=f"task.name = '{name}' is not a task under tasks/ or in task.paths"):
+    with pytest.raises(ConfigError, match=f"task.name = '{name}' is not registered: no task under tasks/ or in task.paths"):
         load_config(None, [f"task.name={name}"])
     for value, says in ((f"[{tmp_path / 'nope'}]", "does not exist"), (f"[{tmp_path / 'mine' / name / 'task.yaml'}]",
                                                                         "is not a directory"),

@@ -100,7 +100,7 @@ def validate(cfg: HelixConfig, source: str = "<config>") -> HelixConfig:
         _check_iterate(cfg, source)
     _check_registered(cfg, source, [("selection.strategy", SELECTION_STRATEGIES), ("rollout.engine", ENGINES)])
     if cfg.task.name not in tasks:
-        raise ConfigError(f"{source}: task.name = {cfg.task.name!r} is not a task under tasks/ or in task.paths or "
+        raise ConfigError(f"{source}: task.name = {cfg.task.name!r} is not registered: no task under tasks/ or in task.paths or "
                           f"{ENV}'s folders (your own tasks: docs/adding_a_task.md).{nearest(cfg.task.name, tasks)} "
                           f"Valid: {tasks}")
     for name in cfg.evolution.operators:
