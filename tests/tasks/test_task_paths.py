@@ -136,3 +136,22 @@ def test_a_user_tasks_harness_is_relative_to_its_own_folder_or_to_tasks(tmp_path
     spec.write_text(spec.read_text().replace("harness: lib/fit.py", "harness: lib/missing.py"))
     with pytest.raises(ValueError, match=f"harness 'lib/missing.py' must be a file inside {root} or {TASKS_DIR}"):
         load_task("phys_copy")
+
+
+def test_the_sandbox_plans_to_empty_a_user_task_folder_inside_a_visible_one(tmp_path, monkeypatch):
+    """The jail shows programs only the system, Python and the runner; a folder of user tasks inside one of them
+    (here a visible folder the test adds) is emptied as tasks/ is: held-out data may lie in it."""
+    from rewards import sandbox
+
+    shown, mine = tmp_path / "shown", tmp_path / "shown" / "mine"
+    mine.mkdir(parents=True)
+    visible = sandbox.visible_paths()
+    monkeypatch.setattr(sandbox, "visible_paths", lambda: (*visible, str(shown)))
+    (tmp_path / "work").mkdir()
+    plan = sandbox._launch_plan(512, 5, None, str(tmp_path / "work"), None, str(tmp_path / "root"))["jail"]
+    if plan is None:
+        pytest.skip("this machine builds no filesystem jail (not root and no user namespaces)")
+    assert os.fsencode(str(mine)) not in plan["hide"]
+    monkeypatch.setenv(ENV, str(mine))
+    plan = sandbox._launch_plan(512, 5, None, str(tmp_path / "work"), None, str(tmp_path / "root"))["jail"]
+    assert os.fsencode(str(mine)) in plan["hide"]
