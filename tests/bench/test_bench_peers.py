@@ -1,4 +1,4 @@
-"""scripts/bench/bench_peers.py (train/peers/) without the peers or a model: the numbers a row reports (from
+"""scripts/bench/bench_peers.py (train/commands/peers/) without the peers or a model: the numbers a row reports (from
 records summed by hand), the table, the row cache, the gate's budget, a crashed row being one line while the
 others run, the wall cap, and that nothing a row or a server started is left running or listening."""
 
@@ -18,12 +18,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from train.peers import campaign, procs, rows, server
-from train.peers.gate import Gate
-from train.peers.results import RowResult, cached, markdown, outcome, save, summary_rows
-from train.peers.systems import Launch, System
+from train.commands.peers import campaign, procs, results, rows, server
+from train.commands.peers.gate import Gate
+from train.commands.peers.results import RowResult, cached, markdown, outcome, save, summary_rows
+from train.commands.peers.systems import Launch, System
 
 ROOT = Path(__file__).resolve().parents[2]
+PEER_SIDE = ROOT / "train" / "commands" / "peers" / "peer_side"
+
+
+def runpy_module(path: Path) -> dict:
+    """A peer-side file's namespace (it is a script the peer's Python runs, not a module of this package)."""
+    namespace = {"__name__": "peer_side", "__file__": str(path)}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    return namespace
 
 
 def records(rewards, valid, starter=1.8365):
@@ -231,7 +239,7 @@ def test_a_server_that_dies_at_start_is_one_line_naming_its_log(tmp_path):
     assert str(tmp_path / "server.log") in text
 
 
-# A fake system: it writes one record per child into the row's score log, as train/peers/score.py does.
+# A fake system: it writes one record per child into the row's score log, as train/commands/peers/score.py does.
 WRITER = textwrap.dedent("""
     import json, sys, time
     log, n, crash, counter = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "crash", sys.argv[4]
@@ -309,7 +317,7 @@ def test_score_cli_scores_in_the_sandbox_and_logs_the_record(tmp_path):
     program = tmp_path / "p.py"
     program.write_text((ROOT / "tasks" / "circle_packing_26" / "initial_program.py").read_text())
     log = tmp_path / "evals.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "train.peers.score", "circle_packing_26", str(program), "--log", str(log)],
+    proc = subprocess.run([sys.executable, "-m", "train.commands.peers.score", "circle_packing_26", str(program), "--log", str(log)],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
@@ -324,7 +332,7 @@ def test_shinka_wrapper_writes_helix_verdict_in_shinka_files(tmp_path):
     program.write_text("def run_packing():\n    return 1\n")  # runs, but is no packing
     spec = {"python": sys.executable, "root": str(ROOT), "task": "circle_packing_26", "log": str(tmp_path / "e.jsonl"),
             "timeout_s": 20}
-    proc = subprocess.run([sys.executable, str(ROOT / "train" / "peers" / "peer_side" / "shinka_evaluate.py"),
+    proc = subprocess.run([sys.executable, str(PEER_SIDE / "shinka_evaluate.py"),
                            "--program_path", str(program), "--results_dir", str(tmp_path / "res")],
                           env=dict(os.environ, HELIX_PEER_SCORE=json.dumps(spec)), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -334,10 +342,45 @@ def test_shinka_wrapper_writes_helix_verdict_in_shinka_files(tmp_path):
     assert correct["error"] == metrics["text_feedback"] and metrics["public"]["helix_status"] == "invalid"
 
 
+def test_a_scorer_that_fails_is_logged_and_fails_the_row(tmp_path):
+    spec = {"python": sys.executable, "root": str(tmp_path), "task": "circle_packing_26", "log": str(tmp_path / "e.jsonl"),
+            "timeout_s": 20}  # no HELIX checkout at root: the scorer cannot start
+    program = tmp_path / "main.py"
+    program.write_text("def run_packing():\n    return 1\n")
+    proc = subprocess.run([sys.executable, str(PEER_SIDE / "shinka_evaluate.py"), "--program_path", str(program),
+                           "--results_dir", str(tmp_path / "res")],
+                          env=dict(os.environ, HELIX_PEER_SCORE=json.dumps(spec), PYTHONPATH=""), capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode != 0 and not (tmp_path / "res" / "metrics.json").exists()
+    logged = results.read_records(tmp_path / "e.jsonl")
+    assert len(results.scorer_errors(logged)) == 1 and "No module named" in results.scorer_errors(logged)[0]
+    assert results.outcome(logged)["evaluated"] == 0
+
+
+def test_openevolve_wrapper_returns_helix_reward_as_combined_score(tmp_path, monkeypatch):
+    fake = tmp_path / "fake" / "openevolve"  # OpenEvolve's EvaluationResult, as its contract defines it
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "evaluation_result.py").write_text(
+        "from dataclasses import dataclass, field\n@dataclass\nclass EvaluationResult:\n"
+        "    metrics: dict\n    artifacts: dict = field(default_factory=dict)\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "fake"))
+    spec = {"python": sys.executable, "root": str(ROOT), "task": "circle_packing_26", "log": str(tmp_path / "e.jsonl"),
+            "timeout_s": 20}
+    monkeypatch.setenv("HELIX_PEER_SCORE", json.dumps(spec))
+    module = runpy_module(PEER_SIDE / "openevolve_evaluator.py")
+    starter = tmp_path / "p.py"
+    starter.write_text((ROOT / "tasks" / "circle_packing_26" / "initial_program.py").read_text())
+    got = module["evaluate"](str(starter))
+    assert got.metrics == {"combined_score": pytest.approx(1.8365015544609251, abs=1e-12)}
+    assert got.artifacts["feedback"].startswith("valid packing: sum of radii 1.836502")
+    assert results.read_records(tmp_path / "e.jsonl")[0]["starter"] is True
+
+
 def test_optimiser_gradients_match_finite_differences():
     from scipy.optimize import approx_fprime, check_grad
 
-    from train.peers.optimiser import circle_problem, keane_problem
+    from train.commands.peers.optimiser import circle_problem, keane_problem
 
     rng = np.random.default_rng(3)
     keane = keane_problem(10)
@@ -356,7 +399,7 @@ def test_one_slsqp_restart_from_the_starters_layout_is_a_valid_better_packing():
     from scipy.optimize import minimize
 
     from tasks import load_task
-    from train.peers.optimiser import circle_problem
+    from train.commands.peers.optimiser import circle_problem
 
     task = load_task("circle_packing_26")
     centres = [[0.5, 0.5]] + [[0.5 + 0.3 * np.cos(2 * np.pi * i / 8), 0.5 + 0.3 * np.sin(2 * np.pi * i / 8)] for i in range(8)]
@@ -389,7 +432,7 @@ def dummy_wheel(folder: Path, version: str) -> Path:
 
 
 def test_a_peer_installs_once_into_its_own_venv_and_a_failed_install_is_one_line(tmp_path, monkeypatch):
-    from train.peers import install
+    from train.commands.peers import install
 
     wheels = tmp_path / "wheels"
     dummy_wheel(wheels, "0.1")

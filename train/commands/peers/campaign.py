@@ -21,11 +21,11 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from train.peers.install import cache_root
-from train.peers.results import RowResult, cached, markdown, save
-from train.peers.rows import failed, run_row
-from train.peers.server import ServerError, served
-from train.peers.systems import QUICKSTART, ROOT, SYSTEMS, Row
+from train.commands.peers.install import cache_root
+from train.commands.peers.results import RowResult, cached, markdown, save
+from train.commands.peers.rows import failed, run_row
+from train.commands.peers.server import ServerError, served
+from train.commands.peers.systems import QUICKSTART, ROOT, SYSTEMS, Row
 
 SETTINGS = ("smollm2", "warm")
 BENCH_VERSION = 1  # bump when a change to the bench changes what a row measures

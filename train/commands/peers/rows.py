@@ -12,11 +12,11 @@ import shutil
 import time
 from pathlib import Path
 
-from train.peers.gate import Gate
-from train.peers.procs import run_capped, tail_error
-from train.peers.results import RowResult, archive_records, outcome, read_records
-from train.peers.server import Server
-from train.peers.systems import ROOT, Row, System
+from train.commands.peers.gate import Gate
+from train.commands.peers.procs import run_capped, tail_error
+from train.commands.peers.results import RowResult, archive_records, outcome, read_records, scorer_errors
+from train.commands.peers.server import Server
+from train.commands.peers.systems import ROOT, Row, System
 
 SYSTEM_LOG = "system.log"
 
@@ -73,8 +73,8 @@ def run_row(row: Row, system: System, server: Server | None, install_log: Path) 
             server.reset_peak()
         start = time.time()
         stop_when = budget_spent(gate, row) if gate is not None and gate.budget > 0 else None
-        finished = run_capped(launch.cmd, row.wall_s, row.out / SYSTEM_LOG, env=dict(os.environ, **launch.env), cwd=ROOT,
-                              stop_when=stop_when)
+        env = {k: v for k, v in dict(os.environ, **launch.env).items() if v is not None}
+        finished = run_capped(launch.cmd, row.wall_s, row.out / SYSTEM_LOG, env=env, cwd=ROOT, stop_when=stop_when)
         tokens = server.usage()["generated"] - before["generated"] if server else 0.0
         server_peak = server.peak_rss_kb() / 1024 if server else 0.0
         counts = gate.counts.snapshot() if gate else None
@@ -85,6 +85,7 @@ def run_row(row: Row, system: System, server: Server | None, install_log: Path) 
     else:
         records = read_records(row.log)
     got = outcome(records)
+    broken = scorer_errors(records)
     spent = counts is not None and gate.budget > 0 and counts["granted"] >= gate.budget
     if counts is not None and gate.budget > 0:  # a peer: its children are the completions it drew
         children = counts["returned"] + counts["failed"]
@@ -97,18 +98,15 @@ def run_row(row: Row, system: System, server: Server | None, install_log: Path) 
     wall = finished.wall_s
     if finished.stopped:  # stopped by the budget: the row ended with its last answer or evaluation
         wall = max(counts["last_answer"], last_record_time(row.log)) - start
-    status = "capped" if finished.capped else "ok"
-    if finished.returncode not in (0, None):
-        if spent:  # it gave up on the gate's refusals: the budget ended it
-            notes.append(f"exited with code {finished.returncode} after its budget was spent")
-        else:
-            return RowResult(row.system, row.task, row.setting, row.seed, "failed",
-                             error=f"exit {finished.returncode}: {tail_error(row.out / SYSTEM_LOG)}",
-                             children=children, wall_s=wall, peak_rss_mb=finished.peak_rss_kb / 1024,
-                             server_peak_rss_mb=server_peak, tokens=tokens, notes=notes, **got)
-    if not records:
-        return failed(row, f"it ran ({status}, exit {finished.returncode}) but no program was scored: "
-                      f"{tail_error(row.out / SYSTEM_LOG)}", notes)
-    return RowResult(row.system, row.task, row.setting, row.seed, status, children=children, wall_s=wall,
+    status, error = ("capped" if finished.capped else "ok"), ""
+    if broken:
+        status, error = "failed", f"HELIX's scorer failed {len(broken)} time(s): {broken[0]}"
+    elif finished.returncode not in (0, None) and spent:  # it gave up on the gate's refusals: the budget ended it
+        notes.append(f"exited with code {finished.returncode} after its budget was spent")
+    elif finished.returncode not in (0, None):
+        status, error = "failed", f"exit {finished.returncode}: {tail_error(row.out / SYSTEM_LOG)}"
+    elif not any(r.get("starter") for r in records):
+        status, error = "failed", f"it ran but not even its starter was scored: {tail_error(row.out / SYSTEM_LOG)}"
+    return RowResult(row.system, row.task, row.setting, row.seed, status, error=error, children=children, wall_s=wall,
                      peak_rss_mb=finished.peak_rss_kb / 1024, server_peak_rss_mb=server_peak, tokens=tokens, notes=notes,
                      **got)

@@ -1,7 +1,7 @@
 """The comparison's numbers: one row's outcome from its evaluation records, seeds summarised as mean and range,
 and the markdown table. Pure: no process, no file but the row's cached JSON.
 
-Every system's records are HELIX's own verdicts (train/peers/score.py, HELIX's archive, or the optimiser's
+Every system's records are HELIX's own verdicts (train/commands/peers/score.py, HELIX's archive, or the optimiser's
 ``task.verify``); nothing a peer reports is used. A row's children are its LLM completions (the gate's count)
 or, for HELIX, its archived children; a child whose answer never became a program (an edit that did not
 apply, a reply without code) counts as a child and is not valid.
@@ -49,11 +49,18 @@ def outcome(records: list[dict], k: int = TOP_K) -> dict:
     """From evaluation records (``reward``, ``valid``, ``starter``): programs evaluated (starter excluded),
     how many were valid, the best valid reward and the top-k mean (the starter's reward included in both,
     as in train/runs/ablation.py; 0 when nothing is valid)."""
+    records = [r for r in records if "reward" in r]  # a scorer's failure is counted apart (scorer_errors)
     rewards = [float(r["reward"]) for r in records if r.get("valid")]
     children = [r for r in records if not r.get("starter")]
     top = heapq.nlargest(k, rewards)
     return {"evaluated": len(children), "valid": sum(1 for r in children if r.get("valid")),
             "best": max(rewards) if rewards else 0.0, "top_mean": sum(top) / len(top) if top else 0.0}
+
+
+def scorer_errors(records: list[dict]) -> list[str]:
+    """What a peer's evaluator wrapper logged when HELIX's scorer failed (an infrastructure failure: the row
+    cannot be trusted, so it fails)."""
+    return [r["scorer_error"] for r in records if "scorer_error" in r]
 
 
 def read_records(log: Path) -> list[dict]:

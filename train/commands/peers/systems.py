@@ -1,7 +1,7 @@
 """The systems of the comparison, a registry: how each one is launched for one row, and where its evaluation
 records are read back. Every system gets the same starter (the task's initial_program.py), the same
 children budget and the same wall-time cap; the peers and HELIX ``evo_only`` sample from the shared server
-through a counting gate (train/peers/gate.py); HELIX's trained rows hold their policy in-process (a frozen
+through a counting gate (train/commands/peers/gate.py); HELIX's trained rows hold their policy in-process (a frozen
 server cannot be trained), started from the same weights.
 
 A peer runs with its own prompts and defaults; what the bench sets is the model endpoint, the budget, the
@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from train.peers.install import PeerPackage, ensure_installed
+from train.commands.peers.install import PeerPackage, ensure_installed
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PEER_SIDE = Path(__file__).resolve().parent / "peer_side"
 QUICKSTART = ROOT / "configs" / "quickstart.yaml"  # HELIX's CPU recipe (warm start off here: the model is given)
-EVALS = "evals.jsonl"  # a row's score log (train/peers/score.py's records)
+EVALS = "evals.jsonl"  # a row's score log (train/commands/peers/score.py's records)
 
 OPENEVOLVE = PeerPackage("openevolve", "0.4.0", "openevolve")
 SHINKA = PeerPackage("shinka-evolve", "0.0.7", "shinka")
@@ -76,7 +76,7 @@ class Row:
 @dataclass(frozen=True)
 class Launch:
     cmd: list[str]
-    env: dict[str, str] = field(default_factory=dict)  # added to the bench's environment
+    env: dict[str, str | None] = field(default_factory=dict)  # over the bench's environment (None: removed)
     records: str = "log"  # "log": row.log; "archive": HELIX's archive.sqlite
     notes: list[str] = field(default_factory=list)
 
@@ -93,7 +93,8 @@ class System:
 def score_env(row: Row) -> dict[str, str]:
     """Where a peer's evaluator wrapper finds HELIX's scorer (read by peer_side/*evaluat*.py)."""
     spec = {"python": sys.executable, "root": str(ROOT), "task": row.task, "log": str(row.log), "timeout_s": row.timeout_s}
-    return {"HELIX_PEER_SCORE": json.dumps(spec), "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    # PYTHONPATH (a checkout's, say) is HELIX's business, not the peer's: its Python sees only its own venv
+    return {"HELIX_PEER_SCORE": json.dumps(spec), "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", "PYTHONPATH": None}
 
 
 def initial_program(task: str) -> str:
@@ -152,7 +153,7 @@ def helix_launch(variant: str) -> Callable[[Row, str, str, Path], Launch]:
 
 
 def optimiser_launch(row: Row, url: str, model: str, install_log: Path) -> Launch:
-    return Launch([sys.executable, "-m", "train.peers.optimiser", row.task, "--seconds", str(row.wall_s),
+    return Launch([sys.executable, "-m", "train.commands.peers.optimiser", row.task, "--seconds", str(row.wall_s),
                    "--seed", str(row.seed), "--log", str(row.log)],
                   notes=["no LLM: SLSQP restarts for the whole wall time, each restart one child"])
 
