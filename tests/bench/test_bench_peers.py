@@ -76,7 +76,7 @@ def test_table_gives_mean_and_range_over_seeds_and_a_failed_row_in_one_line():
 
 def test_a_row_is_kept_only_when_it_finished_with_the_same_key(tmp_path):
     path = tmp_path / "result.json"
-    key = {"system": "helix", "children": 8, "wall_s": 600.0}
+    key = {"system": "shinka", "children": 8, "wall_s": 600.0, "workarounds": [("evo.embedding_model=null", "why")]}
     save(result("helix", 0, 1.85), path, key)
     assert cached(path, key) == result("helix", 0, 1.85)
     assert cached(path, dict(key, children=64)) is None  # another budget: run it again

@@ -93,12 +93,13 @@ def save(result: RowResult, path: Path, key: dict) -> None:
 
 
 def cached(path: Path, key: dict) -> RowResult | None:
-    """The row's saved result when it finished (ok or capped) with exactly this key; else None (run it)."""
+    """The row's saved result when it finished (ok or capped) with exactly this key (as JSON reads it back: a
+    tuple in the key is a list there); else None (run it)."""
     try:
         saved = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if saved.get("key") != key or saved.get("result", {}).get("status") not in ("ok", "capped"):
+    if saved.get("key") != json.loads(json.dumps(key)) or saved.get("result", {}).get("status") not in ("ok", "capped"):
         return None
     return RowResult(**saved["result"])
 
