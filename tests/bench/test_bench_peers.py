@@ -160,6 +160,33 @@ def test_gate_grants_the_budget_in_completions_and_refuses_the_rest(upstream):
         assert gate.counts.snapshot()["returned"] == 12
 
 
+def test_a_gate_closed_mid_answer_drops_the_request_so_the_server_can_abort_it():
+    arrived, dropped = threading.Event(), threading.Event()
+
+    class Slow(BaseHTTPRequestHandler):  # answers nothing until its client goes away, as vLLM generating a long answer
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            arrived.set()
+            if self.connection.recv(1) == b"":  # EOF: the client (the gate) hung up
+                dropped.set()
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        with Gate(f"http://127.0.0.1:{srv.server_address[1]}/v1", budget=2) as gate:
+            client = threading.Thread(target=post, args=(gate.url + "/completions", {"prompt": "x"}), daemon=True)
+            client.start()
+            assert arrived.wait(10)
+            assert gate.counts.snapshot()["in_flight"] == 1
+        assert dropped.wait(10)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
 def test_server_metrics_count_returned_completions_not_aborted_ones(upstream):
     text = urllib.request.urlopen(upstream[: -len("/v1")] + "/metrics").read().decode()
     assert server.parse_metrics(text) == {"finished": 3.0, "generated": 1234.0}

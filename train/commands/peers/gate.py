@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ class Gate:
         self.upstream_host, self.upstream_port = parts.hostname, parts.port
         self.budget = budget
         self.counts = GateCounts()
+        self._open: set[http.client.HTTPConnection] = set()  # upstream requests under way, closed at the end
         gate = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -106,6 +108,8 @@ class Gate:
         status, whole, conn = 502, False, None
         try:
             conn = http.client.HTTPConnection(self.upstream_host, self.upstream_port, timeout=UPSTREAM_TIMEOUT_S)
+            with self.counts.lock:
+                self._open.add(conn)
             headers = {k: v for k, v in handler.headers.items() if k.lower() not in ("host", "connection")}
             conn.request(handler.command, handler.path, body=body or None, headers=headers)
             reply = conn.getresponse()
@@ -128,6 +132,8 @@ class Gate:
         finally:
             if conn is not None:
                 conn.close()  # a client that gave up: the server sees the request dropped and aborts it
+                with self.counts.lock:
+                    self._open.discard(conn)
             if count:
                 with self.counts.lock:
                     self.counts.in_flight -= n
@@ -142,6 +148,16 @@ class Gate:
         return self
 
     def __exit__(self, *exc) -> None:
+        """Close every upstream request still under way (a system stopped mid-answer): vLLM aborts a request
+        whose client has gone, instead of generating it for nobody during the next row."""
+        with self.counts.lock:
+            still = list(self._open)
+        for conn in still:
+            try:
+                if conn.sock is not None:
+                    conn.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()

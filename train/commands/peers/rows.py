@@ -87,7 +87,7 @@ def run_row(row: Row, system: System, server: Server | None, install_log: Path) 
     got = outcome(records)
     broken = scorer_errors(records)
     spent = counts is not None and gate.budget > 0 and counts["granted"] >= gate.budget
-    if counts is not None and gate.budget > 0:  # a peer: its children are the completions it drew
+    if system.gate == "budget":  # a peer: its children are the completions it drew (with or without a budget)
         children = counts["returned"] + counts["failed"]
         if counts["failed"]:
             notes.append(f"{counts['failed']} completion(s) broke off before the peer read them")
