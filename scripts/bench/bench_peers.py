@@ -55,7 +55,11 @@ def main(argv: list[str] | None = None) -> int:
     choices(args.tasks, available_tasks(), "task", parser)
     plan = Plan(args.out.resolve(), args.settings, args.tasks, args.seeds, args.systems, args.children, args.wall_s,
                 args.optimiser_s if args.optimiser_s is not None else args.wall_s)
-    run(plan)
+    try:
+        run(plan)
+    except KeyboardInterrupt:  # every row and server has been stopped on the way out (their finally blocks)
+        print(f"[peers] interrupted; the finished rows are kept in {plan.out}: the same command continues", flush=True)
+        return 130
     return 0
 
 
