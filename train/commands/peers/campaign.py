@@ -78,6 +78,7 @@ def model_dir(setting: str, task: str, logs: Path) -> Path:
         log = logs / f"warm_start-{task}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         cmd = [sys.executable, "-m", "train.warm_start", "--config", str(QUICKSTART), f"task.name={task}"]
+        say(f"warm/{task}: finding or building HELIX's warm start (minutes the first time; log: {log})")
         with open(log, "w") as out:
             proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=out, text=True)
         out_lines = proc.stdout.strip().splitlines()
