@@ -291,13 +291,16 @@ def fake_system(name, crash, counter):
 def test_a_crashed_row_is_one_line_the_others_run_and_finished_rows_are_kept(tmp_path, monkeypatch, capsys):
     counters = {name: tmp_path / f"{name}.count" for name in ("good", "bad", "also")}
     fakes = {"good": fake_system("good", False, counters["good"]), "bad": fake_system("bad", True, counters["bad"]),
+             "broken": System("broken", None, lambda row, url, model, log: Launch(None)),  # the bench's own bug
              "also": fake_system("also", False, counters["also"])}
     monkeypatch.setattr(campaign, "SYSTEMS", fakes)
     monkeypatch.setattr(campaign, "model_dir", lambda setting, task, logs: tmp_path / "model")
-    plan = campaign.Plan(tmp_path / "out", ["smollm2"], ["circle_packing_26"], [0, 1], ["good", "bad", "also"], 6, 60.0, 60.0)
+    plan = campaign.Plan(tmp_path / "out", ["smollm2"], ["circle_packing_26"], [0, 1], list(fakes), 6, 60.0, 60.0)
     results = campaign.run(plan)
     by = {(r.system, r.seed): r for r in results}
     assert by[("bad", 0)].status == "failed" and by[("bad", 0)].error == "exit 1: RuntimeError: the peer fell over"
+    assert by[("broken", 1)].status == "failed" and by[("broken", 1)].error.startswith("the bench failed on this row (TypeError")
+    assert "Traceback" in (tmp_path / "out" / "smollm2" / "circle_packing_26" / "broken-s1" / "bench_error.txt").read_text()
     good = by[("good", 1)]
     assert good.status == "ok" and (good.children, good.evaluated, good.valid) == (6, 6, 3)
     assert good.best == pytest.approx(1.84) and good.top_mean == pytest.approx(np.mean([1.8365, 1.8, 1.82, 1.84]))
@@ -306,7 +309,7 @@ def test_a_crashed_row_is_one_line_the_others_run_and_finished_rows_are_kept(tmp
     assert "[peers] bad smollm2/circle_packing_26 seed 0: FAILED: exit 1: RuntimeError: the peer fell over" in out
     table = (tmp_path / "out" / "peers.md").read_text()
     assert "| bad | 0 of 2 |" in table and "| good | 2 |" in table
-    assert len(json.loads((tmp_path / "out" / "results.json").read_text())["rows"]) == 6
+    assert len(json.loads((tmp_path / "out" / "results.json").read_text())["rows"]) == 8
 
     campaign.run(plan)  # again: the finished rows are kept, the failed ones run again
     assert counters["good"].read_text() == "xx" and counters["also"].read_text() == "xx"

@@ -18,6 +18,7 @@ import json
 import subprocess
 import sys
 import time
+import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -125,7 +126,12 @@ def execute(plan: Plan, row: Row, server, install_log: Path) -> RowResult:
         say(f"{row.system} {row.setting}/{row.task} seed {row.seed}: finished earlier, kept ({path})")
         return hit
     say(f"{row.system} {row.setting}/{row.task} seed {row.seed}: running (up to {row.wall_s:.0f} s)")
-    result = run_row(row, SYSTEMS[row.system], server, install_log)
+    try:
+        result = run_row(row, SYSTEMS[row.system], server, install_log)
+    except Exception as err:  # the bench's own fault on this row: one line here, the traceback in the row's folder
+        row.out.mkdir(parents=True, exist_ok=True)
+        (row.out / "bench_error.txt").write_text(traceback.format_exc())
+        result = failed(row, f"the bench failed on this row ({type(err).__name__}: {err}); see {row.out / 'bench_error.txt'}")
     save(result, path, key)  # a failed row is saved too (to read), but cached() runs it again
     report(result)
     return result

@@ -44,6 +44,16 @@ def budget_spent(gate: Gate, row: Row):
     return check
 
 
+def usage(server: Server | None) -> dict | None:
+    """The server's counters, or None (no server, or one that stopped answering: the row says so)."""
+    if server is None:
+        return None
+    try:
+        return server.usage()
+    except (OSError, ValueError):
+        return None
+
+
 def failed(row: Row, error: str, notes: list[str] | None = None) -> RowResult:
     return RowResult(row.system, row.task, row.setting, row.seed, "failed", error=" ".join(error.split())[:400],
                      notes=list(notes or []))
@@ -68,14 +78,17 @@ def run_row(row: Row, system: System, server: Server | None, install_log: Path) 
             return failed(row, f"{type(err).__name__}: {err}")
         notes = list(launch.notes)
         (row.out / "command.json").write_text(json.dumps({"cmd": launch.cmd, "env": launch.env}, indent=1))
-        before = server.usage() if server else None
+        before = usage(server)
         if server:
             server.reset_peak()
         start = time.time()
         stop_when = budget_spent(gate, row) if gate is not None and gate.budget > 0 else None
         env = {k: v for k, v in dict(os.environ, **launch.env).items() if v is not None}
         finished = run_capped(launch.cmd, row.wall_s, row.out / SYSTEM_LOG, env=env, cwd=ROOT, stop_when=stop_when)
-        tokens = server.usage()["generated"] - before["generated"] if server else 0.0
+        after = usage(server)
+        tokens = after["generated"] - before["generated"] if before and after else 0.0
+        if server and not (before and after):
+            notes.append("the server's counters could not be read: tokens not counted")
         server_peak = server.peak_rss_kb() / 1024 if server else 0.0
         counts = gate.counts.snapshot() if gate else None
 
