@@ -32,6 +32,7 @@ CREATE TABLE IF NOT EXISTS populations (epoch INTEGER NOT NULL, position INTEGER
     PRIMARY KEY (epoch, position));
 -- Rows of an epoch that was cut short by a crash, moved aside on --resume (never deleted).
 CREATE TABLE IF NOT EXISTS discarded_solutions AS SELECT * FROM solutions WHERE 0;
+-- What a run records about itself outside any one solution (the held-out score of its best: train.loop.records).
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 # Columns added since the first archives, in order: (name, declaration). Archives written before
@@ -40,19 +41,26 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 # advantage: what the GRPO update applied to the child's response tokens; advantage_inputs: what the
 # estimator saw (JSON); artefact: what a valid child's program returned, for tasks with a render.py (JSON,
 # bounded: rewards.evaluator.ARTEFACT_LIMIT). The run browser and the report read these, never re-run anything.
+# exact: the task's exact check of a record candidate (JSON {"status", "detail", "value"}, status first;
+# NULL: no check ran, the child was below every record threshold or the archive predates the checks).
+# construction: a search-form task's verified construction of a valid child (compact JSON, at most
+# rewards.search_channel.MAX_CONSTRUCTION_BYTES), which its children are handed (``construction_for``).
 _ADDED = (("second_parent_id", "INTEGER REFERENCES solutions(id)"), ("operator", "TEXT NOT NULL DEFAULT 'edit'"),
-          ("advantage", "REAL"), ("advantage_inputs", "TEXT"), ("artefact", "TEXT"))
+          ("advantage", "REAL"), ("advantage_inputs", "TEXT"), ("artefact", "TEXT"), ("exact", "TEXT"),
+          ("construction", "TEXT"))
 _INDEXES = """
 CREATE INDEX IF NOT EXISTS solutions_parent ON solutions(parent_id);
 CREATE INDEX IF NOT EXISTS solutions_second_parent ON solutions(second_parent_id);
 """
 _FIELDS = ("id", "parent_id", "epoch", "code", "reward", "valid", "feedback", "metrics", "eval_time_s", "prompt_id", "completion",
-           "second_parent_id", "operator", "advantage", "advantage_inputs")
-# What an archive without the column means (advantage, advantage_inputs: not recorded).
-_LEGACY = {"second_parent_id": "NULL", "operator": "'edit'", "advantage": "NULL", "advantage_inputs": "NULL"}
+           "second_parent_id", "operator", "advantage", "advantage_inputs", "exact")
+# What an archive without the column means (advantage, advantage_inputs, exact: not recorded).
+_LEGACY = {"second_parent_id": "NULL", "operator": "'edit'", "advantage": "NULL", "advantage_inputs": "NULL", "exact": "NULL"}
 _REQUIRED = ("parent_id", "epoch", "code", "reward", "valid", "feedback")
 _OPTIONAL = {"metrics": {}, "eval_time_s": 0.0, "prompt_id": None, "completion": None, "second_parent_id": None,
-             "operator": "edit", "advantage": None, "advantage_inputs": None, "artefact": None}
+             "operator": "edit", "advantage": None, "advantage_inputs": None, "artefact": None, "exact": None,
+             "construction": None}
+EXACT_STATUS = "exact"  # what a record needs: population.archive.Archive.best_exact
 _IN_CHUNK = 500  # ids per "IN (...)" query, well under SQLite's bound-variable limit
 
 
@@ -73,6 +81,7 @@ class Solution:
     operator: str = "edit"  # how it was made (rollout.operators)
     advantage: float | None = None  # what the GRPO update applied to its tokens; None: not recorded or not trained
     advantage_inputs: dict | None = None  # what the estimator saw (estimator, norm_by_std, reward, tokens)
+    exact: dict | None = None  # the task's exact check {status, detail, value}; None: no check ran
 
     @property
     def parents(self) -> tuple[int, ...]:
@@ -81,7 +90,7 @@ class Solution:
 
 def _row(r) -> Solution:
     return Solution(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], json.loads(r[7]), r[8], r[9], r[10], r[11], r[12],
-                    r[13], None if r[14] is None else json.loads(r[14]))
+                    r[13], None if r[14] is None else json.loads(r[14]), None if r[15] is None else json.loads(r[15]))
 
 
 def _json_default(obj):
@@ -107,9 +116,15 @@ def _params(i: int, row: dict) -> tuple:
     advantage = None if row["advantage"] is None else float(row["advantage"])
     inputs = None if row["advantage_inputs"] is None else json.dumps(row["advantage_inputs"], default=_json_default)
     artefact = None if row["artefact"] is None else str(row["artefact"])
+    exact = row["exact"]
+    if exact is not None:  # status first: best_exact finds it by its text
+        exact = json.dumps({"status": dict(exact).get("status"), **dict(exact)}, default=_json_default)
+    construction = None if row["construction"] is None else str(row["construction"])
+    if construction is not None and not bool(row["valid"]):
+        raise ValueError(f"archive row {i} (prompt {row['prompt_id']!r}): an invalid child has no construction")
     return (parent, int(row["epoch"]), str(row["code"]), reward, int(bool(row["valid"])), str(row["feedback"]),
             json.dumps(row["metrics"] or {}, default=_json_default), eval_time, row["prompt_id"], row["completion"],
-            second, str(row["operator"]), advantage, inputs, artefact)
+            second, str(row["operator"]), advantage, inputs, artefact, exact, construction)
 
 
 class Archive:
@@ -122,7 +137,7 @@ class Archive:
         self.db.execute("PRAGMA synchronous=FULL")  # a committed batch survives even power loss
         self.db.executescript(_SCHEMA)
         self._migrate()
-        self.columns = set(_FIELDS) | {"artefact"}
+        self.columns = set(_FIELDS) | {"artefact", "construction"}
         self.db.executescript(_INDEXES)
         self.db.commit()
 
@@ -166,8 +181,8 @@ class Archive:
             for p in params:
                 cur = self.db.execute(
                     "INSERT INTO solutions (parent_id, epoch, code, reward, valid, feedback, metrics, eval_time_s, "
-                    "prompt_id, completion, second_parent_id, operator, advantage, advantage_inputs, artefact) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", p)
+                    "prompt_id, completion, second_parent_id, operator, advantage, advantage_inputs, artefact, exact, "
+                    "construction) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", p)
                 ids.append(cur.lastrowid)
         return ids
 
@@ -225,6 +240,22 @@ class Archive:
             raise KeyError(f"solution {sid} is not in the archive ({self.path}, {self.count()} solutions)")
         return r[0]
 
+    def construction_for(self, sid: int) -> tuple[int, str] | None:
+        """The construction a child of ``sid`` is handed (search form): ``sid``'s own, or where it has none
+        (an invalid program, which selection may still pick under selection.include_invalid) its nearest
+        ancestor's along first parents, as (that solution's id, the JSON text); None when no solution on the
+        way up has one (the run's starter was invalid too: the child starts from None, as the first call did)."""
+        self.get(sid)  # a missing id is a KeyError, not a fresh start
+        if "construction" not in self.columns:
+            return None
+        row = self.db.execute(
+            "WITH RECURSIVE up(id, parent_id, construction, depth) AS ("
+            "SELECT id, parent_id, construction, 0 FROM solutions WHERE id = ? UNION ALL "
+            "SELECT s.id, s.parent_id, s.construction, up.depth + 1 FROM solutions s JOIN up ON s.id = up.parent_id "
+            "WHERE up.construction IS NULL) "
+            "SELECT id, construction FROM up WHERE construction IS NOT NULL ORDER BY depth LIMIT 1", (int(sid),)).fetchone()
+        return None if row is None else (int(row[0]), row[1])
+
     def has_artefact(self, sid: int) -> bool:
         """Is an artefact recorded for ``sid`` (without reading it)?"""
         if "artefact" not in self.columns:
@@ -237,11 +268,17 @@ class Archive:
         r = self.db.execute(self._select + " WHERE valid = 1 ORDER BY reward DESC, id ASC LIMIT 1").fetchone()
         return _row(r) if r else None
 
+    def best_exact(self) -> Solution | None:
+        """Highest reward among solutions whose exact check said "exact" (earliest on ties): the best that may be
+        called a record; None if there is none (or the archive predates the checks)."""
+        if "exact" not in self.columns:
+            return None
+        r = self.db.execute(self._select + " WHERE valid = 1 AND exact LIKE ? ORDER BY reward DESC, id ASC LIMIT 1",
+                            (f'{{"status": "{EXACT_STATUS}",%',)).fetchone()
+        return _row(r) if r else None
+
     def top(self, k: int) -> list[Solution]:
         return [_row(r) for r in self.db.execute(self._select + " ORDER BY reward DESC, id ASC LIMIT ?", (k,))]
-
-    def all_ids(self) -> np.ndarray:
-        return np.array([r[0] for r in self.db.execute("SELECT id FROM solutions ORDER BY id")], dtype=np.int64)
 
     def rewards(self, ids) -> np.ndarray:
         lookup = self._many("reward", ids)
@@ -278,9 +315,6 @@ class Archive:
             self.db.execute("DELETE FROM populations WHERE epoch > ?", (int(epoch),))
         return moved
 
-    def population_tags(self, epoch: int) -> list[int]:
-        return [r[0] for r in self.db.execute("SELECT tag FROM populations WHERE epoch = ? ORDER BY position", (epoch,))]
-
     def get_population(self, epoch: int | None = None) -> tuple[int, list[int]]:
         """(epoch, ids) for the given epoch, or the latest one if None; (-1, []) if none is stored."""
         if epoch is None:
@@ -290,6 +324,15 @@ class Archive:
             epoch = r[0]
         ids = [r[0] for r in self.db.execute("SELECT solution_id FROM populations WHERE epoch = ? ORDER BY position", (epoch,))]
         return epoch, ids
+
+    # ---- run metadata ------------------------------------------------------------------
+    def set_meta(self, key: str, value: str) -> None:
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
+
+    def get_meta(self, key: str) -> str | None:
+        r = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if r is None else r[0]
 
     # ---- embeddings --------------------------------------------------------------------
     def put_embeddings(self, ids, emb: np.ndarray, hashes: list[str] | None = None) -> None:
@@ -330,15 +373,6 @@ class Archive:
         bound = (1 << 62) if max_epoch is None else max_epoch
         rows = self.db.execute("SELECT id FROM solutions WHERE embedding IS NOT NULL AND epoch <= ? ORDER BY id", (bound,))
         return np.array([r[0] for r in rows], dtype=np.int64)
-
-    # ---- run metadata ------------------------------------------------------------------
-    def set_meta(self, key: str, value: str) -> None:
-        with self.db:
-            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
-
-    def get_meta(self, key: str) -> str | None:
-        r = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if r is None else r[0]
 
     # ---- whole-run reads (reports, ablation tables, the run browser) -------------------
     def scores(self) -> list[tuple[int, int | None, int, float, bool]]:
@@ -412,10 +446,6 @@ class ReadOnlyArchive(Archive):
         where = " WHERE valid = 1" if valid_only else ""
         q = f"{self._summary_select()}{where} ORDER BY {self._ORDERS[order]} LIMIT ? OFFSET ?"
         return [dict(zip(self.SUMMARY, r)) for r in self.db.execute(q, (int(limit), int(offset)))]
-
-    def summary(self, sid: int) -> dict | None:
-        r = self.db.execute(f"{self._summary_select()} WHERE id = ?", (int(sid),)).fetchone()
-        return None if r is None else dict(zip(self.SUMMARY, r))
 
     def child_summaries(self, sid: int, limit: int) -> tuple[list[dict], int]:
         """The best ``limit`` children of ``sid`` (second-parent children too) and how many it has."""

@@ -34,6 +34,10 @@ class Child:
     advantage: float | None = None
     advantage_inputs: dict | None = None
     artefact: str | None = None
+    exact: dict | None = None  # the task's exact check of a record candidate {status, detail, value} (rewards.evaluator)
+    # Search form: the verified construction of a valid child (JSON text, bounded by the evaluator), archived
+    # so that its children start from it.
+    construction: str | None = None
     # The novelty gate's embedding of its code (train.loop.novelty), which the kNN index then takes as
     # it is instead of embedding the program again; None without the gate. Never archived as a column.
     embedding: np.ndarray | None = field(default=None, compare=False, repr=False)
@@ -50,4 +54,5 @@ class Child:
                     feedback=self.feedback, metrics=self.metrics, eval_time_s=self.eval_time_s,
                     prompt_id=self.prompt_id, completion=self.completion, operator=self.operator,
                     second_parent_id=self.second_parent_id, advantage=self.advantage,
-                    advantage_inputs=self.advantage_inputs, artefact=self.artefact)
+                    advantage_inputs=self.advantage_inputs, artefact=self.artefact, exact=self.exact,
+                    construction=self.construction)

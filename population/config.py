@@ -19,7 +19,12 @@ class PopulationConfig:
     embedder: str = "all-minilm-l6-v2"
     embed_batch_size: Annotated[int, ">= 1"] = 32
     canonicalize: bool = True
-    parent_sampling: Literal["rank", "uniform"] = "rank"
+    # how the B parents of an epoch are drawn from P_t (population/sampling.py): rank | uniform | puct
+    # (TTT-Discover's rule: a member scored by what its children reached and explored by visit counts)
+    parent_sampling: Literal["rank", "uniform", "puct"] = "rank"
+    puct_c: Annotated[float, ">= 0 (0: no exploration bonus)"] = 1.0  # puct only: c, in units of P_t's reward spread
+    # puct only: Q(s) is the best valid reward among s's children (TTT-Discover) or among all its descendants
+    puct_value: Literal["children", "subtree"] = "children"
 
 
 @dataclass

@@ -9,13 +9,16 @@ Equal rewards share the better rank; NaN counts as the worst reward. With P dist
 the best parent is drawn P / H_P times as often as under uniform sampling (H_P = 1 + 1/2 + ...
 + 1/P): about 2.9x for P = 8, 7.9x for P = 32.
 ``uniform`` draws every member equally (an ablation).
+``puct`` is TTT-Discover's rule, which needs what each member's descendants reached: population/puct.py,
+run by train/loop/evolution.py with the lineage statistics it keeps (population/lineage_stats.py).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-MODES = ("rank", "uniform")
+MODES = ("rank", "uniform")  # the weightings below
+PARENT_SAMPLING = MODES + ("puct",)  # population.parent_sampling
 KAPPA = 1.0
 
 

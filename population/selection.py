@@ -11,6 +11,8 @@ which cost ~1 s at 10^5 points). Where the task declares objectives (task.yaml `
 population/objectives.py), the pool carries them as maximised columns and ``nsga2`` ranks on
 (reward, Div, *those) with the same sorting and crowding (``nsga2_columns``); without any it runs
 the two-column code exactly as before. The other strategies rank on reward and Div only.
+pymoo (and the scipy it loads, ~2 s) is imported where a front is sorted: a config names a strategy from the
+registry without it.
 """
 
 from __future__ import annotations
@@ -20,8 +22,6 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 import numpy as np
-from pymoo.operators.survival.rank_and_crowding.metrics import calc_crowding_distance
-from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
 from population.objectives import finite_columns
 
@@ -162,6 +162,8 @@ def nondominated_fronts(rewards: np.ndarray, diversity: np.ndarray, n_stop: int 
     if n_stop is not None and len(rewards) >= prune_min_rows:
         keep = np.flatnonzero(~beaten_by_n(rewards, diversity, n_stop))
         rewards, diversity = rewards[keep], diversity[keep]
+    from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
+
     F = -np.column_stack([rewards, diversity])  # pymoo minimises
     fronts = [np.asarray(f, dtype=np.int64) for f in NonDominatedSorting().do(F, n_stop_if_ranked=n_stop)]
     return fronts if keep is None else [keep[f] for f in fronts]
@@ -187,6 +189,8 @@ def fronts_of_columns(columns: np.ndarray, n_stop: int | None = None, prune_min_
     if n_stop is not None and len(columns) >= prune_min_rows:
         keep = np.flatnonzero(~beaten_by_n_columns(columns, n_stop))
         columns = columns[keep]
+    from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
+
     fronts = [np.asarray(f, dtype=np.int64) for f in NonDominatedSorting().do(-columns, n_stop_if_ranked=n_stop)]
     return fronts if keep is None else [keep[f] for f in fronts]
 
@@ -194,6 +198,8 @@ def fronts_of_columns(columns: np.ndarray, n_stop: int | None = None, prune_min_
 def _by_fronts(fronts: list[np.ndarray], F: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
     """Whole fronts while they fit; the front that does not fit keeps its largest crowding distances
     (pymoo's on the minimised ``F``, with extremes infinite), random among equals."""
+    from pymoo.operators.survival.rank_and_crowding.metrics import calc_crowding_distance
+
     chosen: list[int] = []
     for front in fronts:
         if len(chosen) == size:

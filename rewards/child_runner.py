@@ -1,6 +1,6 @@
 """Runs inside the sandboxed child: import the candidate, call its entry function, write JSON.
 
-Invoked as ``python child_runner.py PROGRAM ENTRY RESULT_FD MAX_BYTES CHANNEL [HARNESS]`` (by the
+Invoked as ``python child_runner.py PROGRAM ENTRY RESULT_FD MAX_BYTES CHANNEL SEARCH [HARNESS]`` (by the
 launcher's exec), or ``main([PROGRAM, ...])`` in a fork of the template process that ``python
 child_runner.py --zygote SOCKET_FD`` becomes (``rewards.zygote_server``),
 RESULT_FD an open file the sandbox reads back (the program's own directory is not where it lies).
@@ -14,6 +14,13 @@ the trusted driver in the evaluating process (``rewards.channel``). ENTRY is the
 request, ``ENTRY(request) -> reply``, until the driver closes R; the driver, not this process,
 holds the data and builds the artefact, so nothing here can see what it has not been sent yet.
 Frames both ways are a 4-byte little-endian length and UTF-8 JSON (the same as rewards.channel's).
+
+SEARCH is ``-``, or ``IN,REPORT`` for a search-form task (task.yaml ``form: search``,
+rewards/search_channel.py): IN a sealed memfd holding the call's arguments as JSON, read and closed
+here before the program runs; REPORT a pipe the program's ``report(construction)`` writes frames to.
+ENTRY is then called once, ``ENTRY(construction, budget_s, seed)``. ``report`` is put into the
+program's module as a global before its first line runs; a program that defines its own ``report``
+replaces it, and then nothing it reports reaches the sandbox.
 """
 
 import builtins
@@ -89,7 +96,54 @@ def _serve(fn, channel: tuple[int, int]) -> None:
             data = data[_write(channel[1], data):]
 
 
-def run(program: str, entry: str, harness: str | None = None, channel: tuple[int, int] | None = None) -> dict:
+def reporter(fd: int, max_bytes: int):
+    """The ``report`` a search-form program gets: each call writes one frame, which replaces the previous
+    report. It raises in the program for a value that cannot be handed on (not JSON data, NaN or infinity,
+    over ``max_bytes``), so a program learns of its mistake where it made it, not at the time limit."""
+    broken = []
+
+    def report(construction):
+        """Hand the sandbox the best construction so far: if the time limit stops the program, the last
+        one reported is verified and scored (a normal return counts over any report)."""
+        if broken:
+            raise RuntimeError("report(): an earlier report was cut off half-written; nothing more can be reported")
+        try:
+            data = _dumps(to_jsonable(construction), allow_nan=False).encode("utf-8", "surrogatepass")
+        except BadOutput as exc:
+            raise TypeError(f"report(): {exc}") from None
+        except ValueError as exc:
+            why = "it holds NaN or infinity, which JSON has not" if "Out of range float" in str(exc) else str(exc)[:200]
+            raise ValueError(f"report(): the construction cannot be handed on: {why}") from None
+        if len(data) > max_bytes:
+            raise ValueError(f"report(): the construction is {len(data):,} bytes as JSON, over the {max_bytes:,} "
+                             "bytes a construction may hold")
+        frame = memoryview(_frame.pack(len(data)) + data)
+        try:
+            while frame:
+                frame = frame[_write(fd, frame):]
+        except BaseException:  # a frame cut off here would garble every later one: stop reporting
+            broken.append(True)
+            raise
+
+    return report
+
+
+def read_search_input(fd: int) -> dict:
+    """The call's arguments from the sealed memfd (rewards/search_channel.py), which is then closed."""
+    size, data = os.fstat(fd).st_size, b""
+    while len(data) < size:
+        chunk = os.pread(fd, size - len(data), len(data))
+        if not chunk:
+            break
+        data += chunk
+    os.close(fd)
+    return _loads(data.decode("utf-8"))
+
+
+def run(program: str, entry: str, harness: str | None = None, channel: tuple[int, int] | None = None,
+        search: dict | None = None, report=None) -> dict:
+    """``search``: the arguments of a search-form call (construction, budget_s, seed), and ``report`` the
+    function the program finds as a global of that name."""
     phase = "load"
     try:
         with _open(program, encoding="utf-8") as fh:
@@ -103,6 +157,8 @@ def run(program: str, entry: str, harness: str | None = None, channel: tuple[int
         module = types.ModuleType("program")
         module.__file__ = program
         sys.modules["program"] = module  # so the program's own classes/functions resolve as a module
+        if report is not None:  # before its first line, like a builtin: a definition of its own replaces it
+            module.report = report
         exec(compile(source, SHOWN_NAME, "exec"), module.__dict__)
         if harness_source is not None:  # its own file name: its frames stay out of the program's traceback
             exec(compile(harness_source, "harness.py", "exec"), module.__dict__)
@@ -112,7 +168,10 @@ def run(program: str, entry: str, harness: str | None = None, channel: tuple[int
             raise NameError(f"the program does not define the required function {entry}() "
                             f"(it defines: {', '.join(names[:12]) or 'no functions'})")
         phase = "call"
-        returned = fn() if channel is None else _serve(fn, channel)
+        if search is not None:
+            returned = fn(search["construction"], search["budget_s"], search["seed"])
+        else:
+            returned = fn() if channel is None else _serve(fn, channel)
     except BadOutput as exc:  # a reply that is not JSON (driven tasks)
         return {"ok": False, "kind": "bad_output", "error": "BadOutput", "message": _text(exc)}
     except BaseException as exc:
@@ -190,21 +249,26 @@ def _close(fds: tuple[int, ...]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``argv``: PROGRAM ENTRY RESULT_FD MAX_BYTES CHANNEL [HARNESS] (default: this process's own)."""
+    """``argv``: PROGRAM ENTRY RESULT_FD MAX_BYTES CHANNEL SEARCH [HARNESS] (default: this process's own)."""
     argv = sys.argv[1:] if argv is None else argv
-    program, entry, result_fd, max_bytes, channel = argv[:5]
+    program, entry, result_fd, max_bytes, channel, search_fds = argv[:6]
     channel = None if channel == "-" else tuple(int(fd) for fd in channel.split(","))
-    enter_pid_namespace(channel or ())
+    search_fds = None if search_fds == "-" else tuple(int(fd) for fd in search_fds.split(","))
+    enter_pid_namespace(channel or search_fds or ())
     result_fd = int(result_fd)
-    for fd in (result_fd, *(channel or ())):
+    for fd in (result_fd, *(channel or ()), *(search_fds or ())):
         os.set_inheritable(fd, False)  # the program's own subprocesses do not get them
-    harness = argv[5] if len(argv) > 5 else None
+    search = report = None
+    if search_fds is not None:  # read now, before any of the program's code: it never sees the descriptor
+        search = read_search_input(search_fds[0])
+        report = reporter(search_fds[1], int(search["max_report_bytes"]))
+    harness = argv[6] if len(argv) > 6 else None
     sys.argv = [program]  # the program sees a plain argv
     if sys.path and sys.path[0] == __file__.rsplit("/", 1)[0]:
         del sys.path[0]  # the rewards/ folder is not the program's business
     # Its own folder instead: "spawn" multiprocessing workers unpickle its functions as program.<name>.
     sys.path.insert(0, os.path.dirname(os.path.abspath(program)))
-    out = run(program, entry, harness, channel)
+    out = run(program, entry, harness, channel, search, report)
     try:
         text = _dumps(out, allow_nan=True)
     except (ValueError, TypeError, RecursionError) as exc:  # e.g. an int with more than 4300 digits

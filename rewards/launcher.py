@@ -20,7 +20,7 @@ import resource
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import fs_jail  # noqa: E402  (a sibling file, loaded by path: no package, no site-packages)
+import fs_jail  # a sibling file, loaded by path: no package, no site-packages
 
 CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWUSER, CLONE_NEWIPC = 0x40000000, 0x20000000, 0x10000000, 0x08000000
 

@@ -145,7 +145,7 @@ class RayRunner:
             self._check_shipped()
         try:
             self._watch = Watch(self, self._gcs)
-        except Exception as exc:  # noqa: BLE001 - grpc.RpcError: the head stopped answering right after ray.init
+        except Exception as exc:  # grpc.RpcError: the head stopped answering right after ray.init
             self.close()
             raise RayUnreachable(f"task.ray_address {address!r}: the head stopped answering after the connection "
                                  f"({type(exc).__name__}); check its machine and `ray status` there") from None
@@ -360,7 +360,7 @@ class Watch(threading.Thread):
         """The head answers now (one GCS call, at most HANDSHAKE_TIMEOUT_S)."""
         try:
             self.gcs.nodes(HANDSHAKE_TIMEOUT_S)
-        except Exception:  # noqa: BLE001 - grpc.RpcError mostly
+        except Exception:  # grpc.RpcError mostly
             return False
         return True
 
@@ -370,7 +370,7 @@ class Watch(threading.Thread):
             now = time.monotonic()
             try:
                 nodes = self.gcs.nodes(HANDSHAKE_TIMEOUT_S)
-            except Exception as exc:  # noqa: BLE001 - grpc.RpcError mostly; anything else means the same
+            except Exception as exc:  # grpc.RpcError mostly; anything else means the same
                 silent_since = silent_since or now
                 if now - silent_since >= LOST_AFTER_S:
                     code = getattr(exc, "code", None)  # grpc.RpcError: UNAVAILABLE, DEADLINE_EXCEEDED...

@@ -62,7 +62,7 @@ def resolve(address: str) -> str | None:
 
         try:
             found = get_ray_address_from_environment("auto", None)
-        except Exception as exc:  # noqa: BLE001 - Ray's own lookup: several clusters, a bad file...
+        except Exception as exc:  # Ray's own lookup: several clusters, a bad file...
             raise RayUnreachable(f"task.ray_address auto: {exc}") from None
         if not found:
             raise RayUnreachable("task.ray_address auto: no Ray cluster was started on this machine "

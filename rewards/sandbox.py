@@ -54,7 +54,11 @@ Layers (``isolation()`` reports which ones this machine allows):
   own descriptor with an 8 MB cap;
 * a driven task (``driver``): the data stay here, in the evaluating process; the child gets one
   more inherited pipe pair and answers one request at a time (``rewards.channel``), and the
-  artefact is what the driver returns, not anything the child writes.
+  artefact is what the driver returns, not anything the child writes;
+* a search-form task (``search``): the construction goes in through a sealed memfd the runner reads
+  before the program runs, and ``report(construction)`` frames come back over a pipe of their own,
+  of which only the last complete one is kept (``rewards.search_channel``); it counts only when the
+  time limit stopped the program, and is decoded and verified like a returned value.
 Not covered: /proc is the host's, so a program can list every process and read its world-readable entries (cmdline, stat),
 though not, across user namespaces, what needs ptrace access; and where no namespace can be created
 (not root and no unprivileged user namespaces) the program can touch, and signal, whatever the
@@ -86,6 +90,7 @@ from pathlib import Path
 
 from rewards import cgroup, fs_jail, zygote
 from rewards.channel import Link, close_all, open_link
+from rewards.search_channel import Reports, input_fd, open_reports
 from rewards.supervise import kill_all, netns, read_some, read_status, supervise
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_runner.py")
@@ -117,6 +122,8 @@ class RunResult:
     returncode: int | None = None  # exit code, or -signal, when it ended without a result
     phase: str = ""  # for errors: "load" (running the module) or "call" (the entry function)
     pids_capped: bool = False  # it ran in a pids cgroup of its own (at most SANDBOX_NPROC tasks)
+    reports: int = 0  # search form: the complete report() frames that came back
+    reported: bool = False  # search form, status timeout: ``value`` is the last report, decoded
 
 
 class InfraError(RuntimeError):
@@ -207,7 +214,7 @@ def _tasks_of(uid: int) -> int:
 
 
 def run_program(code: str, entry: str, timeout_s: float, memory_mb: int, harness: str | None = None,
-                files: Sequence[str | Path] = (), driver=None) -> RunResult:
+                files: Sequence[str | Path] = (), driver=None, search: tuple | None = None) -> RunResult:
     """Run ``entry()`` of ``code`` in a fresh sandbox; never raises for anything the program does.
 
     ``harness``: trusted source executed after the program, in its module (``entry`` may be one of
@@ -215,14 +222,25 @@ def run_program(code: str, entry: str, timeout_s: float, memory_mb: int, harness
     ``driver``: a driven run (``rewards.channel``): a callable (picklable, for Ray) that returns a
     fresh generator, run here; the child calls ``entry(request)`` for each of its requests, and
     the result's value is the generator's return value. A reply the driver refuses ends the run
-    as bad_output; a program that stops answering times out; one that dies crashed."""
+    as bad_output; a program that stops answering times out; one that dies crashed.
+    ``search``: a search-form call (``rewards.search_channel``), ``(construction, budget_s, seed)``
+    in plain JSON data (so it crosses to a Ray worker as it is): ``entry(construction, budget_s,
+    seed)`` is called, and a program the time limit stops ends as status timeout with its last
+    report in ``value`` (``reported``), if it made one. ValueError, before anything starts, for a
+    construction that may not be handed in (NaN, infinity, over MAX_CONSTRUCTION_BYTES)."""
     files = tuple(Path(f) for f in files)
     names = [f.name for f in files]
     for name in names:
         if name in (PROGRAM_NAME, HARNESS_NAME) or name.startswith(("result-", ".")) or names.count(name) > 1:
             raise ValueError(f"sandbox data file name {name!r} is reserved or repeated")
+    if search is not None:
+        if driver is not None:
+            raise ValueError("a run is driven (driver) or a search (search), not both")
+        if not (isinstance(search, (tuple, list)) and len(search) == 3):
+            raise ValueError(f"search must be (construction, budget_s, seed), got {search!r:.100}")
+        os.close(input_fd(*search))  # refused here, one line, before the sandbox exists
     return _run(code, entry, timeout_s, memory_mb, _unprivileged_ids() if isolation().user else None, harness, files,
-                driver)
+                driver, search)
 
 
 def visible_paths() -> tuple[str, ...]:
@@ -279,13 +297,13 @@ def _userns_maps() -> tuple[tuple[str, bytes], ...]:
 
 
 def _run(code: str, entry: str, timeout_s: float, memory_mb: int, ids: tuple[int, int] | None,
-         harness: str | None = None, files: tuple[Path, ...] = (), driver=None) -> RunResult:
+         harness: str | None = None, files: tuple[Path, ...] = (), driver=None, search: tuple | None = None) -> RunResult:
     workdir = jail_root = group = None
     try:  # an OSError here (a full disk...) costs this program its result, not the trainer its run
         workdir = tempfile.mkdtemp(prefix="helix-sandbox-")
         jail_root = tempfile.mkdtemp(prefix="helix-sandbox-root-")  # stays empty out here
         group = cgroup.create(SANDBOX_NPROC)
-        return _run_in(workdir, jail_root, group, code, entry, timeout_s, memory_mb, ids, harness, files, driver)
+        return _run_in(workdir, jail_root, group, code, entry, timeout_s, memory_mb, ids, harness, files, driver, search)
     except OSError as exc:
         return RunResult("crash", error=f"the sandbox failed: {exc}")
     finally:
@@ -298,7 +316,7 @@ def _run(code: str, entry: str, timeout_s: float, memory_mb: int, ids: tuple[int
 
 
 def _run_in(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, code: str, entry: str, timeout_s: float, memory_mb: int,
-            ids, harness: str | None = None, files: tuple[Path, ...] = (), driver=None) -> RunResult:
+            ids, harness: str | None = None, files: tuple[Path, ...] = (), driver=None, search: tuple | None = None) -> RunResult:
     program = os.path.join(workdir, PROGRAM_NAME)
     with open(program, "w", encoding="utf-8", errors="replace") as fh:
         fh.write(code)
@@ -317,13 +335,15 @@ def _run_in(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, code:
     result_fd = os.open(os.path.join(workdir, f"result-{secrets.token_hex(16)}.json"),
                         os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        return _start(workdir, jail_root, group, entry, timeout_s, memory_mb, ids, program, extra, inputs, result_fd, driver)
+        return _start(workdir, jail_root, group, entry, timeout_s, memory_mb, ids, program, extra, inputs, result_fd, driver,
+                      search)
     finally:
         os.close(result_fd)
 
 
 def _start(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, entry: str, timeout_s: float, memory_mb: int,
-           ids, program: str, extra: list[str], inputs: tuple[str, ...], result_fd: int, driver=None) -> RunResult:
+           ids, program: str, extra: list[str], inputs: tuple[str, ...], result_fd: int, driver=None,
+           search: tuple | None = None) -> RunResult:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": workdir, "TMPDIR": workdir,
            "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUTF8": "1",
@@ -331,27 +351,40 @@ def _start(workdir: str, jail_root: str, group: cgroup.PidsCgroup | None, entry:
     flags = ["-s", "-P"] if sys.version_info >= (3, 11) else ["-s"]
     plan = _launch_plan(memory_mb, timeout_s, ids, workdir, group.procs if group is not None else None, jail_root, inputs)
     link, theirs = open_link(driver) if driver is not None else (None, [])
+    reports = None
+    if search is not None:  # the child's ends: the sealed input, the report pipe's write end
+        theirs = [input_fd(*search)]
+        try:
+            reports, write_end = open_reports()
+        except OSError:
+            close_all(theirs)
+            raise
+        theirs.append(write_end)
     runner = [sys.executable, *flags, RUNNER, program, entry, str(result_fd), str(MAX_RESULT_BYTES),
-              ",".join(map(str, theirs)) or "-", *extra]
+              ",".join(map(str, theirs)) if link is not None else "-",
+              ",".join(map(str, theirs)) if reports is not None else "-", *extra]
     template = _template(env, flags)  # started here if none is idle: not on the program's clock
     try:
         status_r, status_w = os.pipe()
         start = time.monotonic()
         try:
-            template, proc = None, _spawn(template, plan, env, flags, workdir, runner, result_fd, status_w, theirs)
+            template, proc = None, _spawn(template, plan, env, flags, workdir, runner, result_fd, status_w, theirs,
+                                          search=reports is not None)
         except (OSError, subprocess.SubprocessError) as exc:
             os.close(status_r)
             return RunResult("crash", error=f"the sandbox could not start the program: {exc}")
         finally:
             os.close(status_w)
             close_all(theirs)  # now: the driver sees end-of-file once the program's copies are gone
-        return _watch(proc, workdir, group, timeout_s, result_fd, start, status_r, link)
+        return _watch(proc, workdir, group, timeout_s, result_fd, start, status_r, link, reports)
     finally:
         if template is not None:  # it never got the program
             zygote.release(template)
         close_all(theirs)
         if link is not None:
             link.close()
+        if reports is not None:
+            reports.close()
 
 
 def _template(env: dict, flags: list[str]) -> zygote.Zygote | None:
@@ -366,13 +399,14 @@ def _template(env: dict, flags: list[str]) -> zygote.Zygote | None:
 
 
 def _spawn(template: zygote.Zygote | None, plan: dict, env: dict, flags: list[str], workdir: str, runner: list[str],
-           result_fd: int, status_w: int, theirs: list[int]):
+           result_fd: int, status_w: int, theirs: list[int], search: bool = False):
     """The program's process: a fork of ``template`` (``rewards.zygote``, which takes it over), or
     without one a fresh launcher that puts up the fences and execs the runner. Either way its first
     program code runs behind the same fences."""
     if template is not None:
         request = {"plan": plan, "env": env, "cwd": workdir, "program": runner[len(flags) + 2],
-                   "entry": runner[len(flags) + 3], "max_bytes": MAX_RESULT_BYTES, "extra": runner[len(flags) + 7:]}
+                   "entry": runner[len(flags) + 3], "max_bytes": MAX_RESULT_BYTES, "extra": runner[len(flags) + 8:],
+                   "search": search}
         try:
             return zygote.spawn(template, request, [result_fd, status_w, *theirs])
         except zygote.StartError as exc:
@@ -383,7 +417,7 @@ def _spawn(template: zygote.Zygote | None, plan: dict, env: dict, flags: list[st
 
 
 def _watch(proc: subprocess.Popen | zygote.Child, workdir: str, group: cgroup.PidsCgroup | None, timeout_s: float, result_fd: int,
-           start: float, status_r: int, link: Link | None) -> RunResult:
+           start: float, status_r: int, link: Link | None, reports: Reports | None = None) -> RunResult:
     """From the launcher's start to the RunResult: fences, supervision (and the driver), cleanup, the verdict."""
     fenced = read_status(status_r, start + timeout_s)  # until the launcher execs the runner (or fails)
     # Holding the namespace open keeps its identity from being recycled for another sandbox's.
@@ -398,20 +432,30 @@ def _watch(proc: subprocess.Popen | zygote.Child, workdir: str, group: cgroup.Pi
     try:
         if link is not None:
             link.start()  # the first request waits in the pipe until the program reads it
-        timed_out = supervise(proc, start + timeout_s, tail, link)
+        timed_out = supervise(proc, start + timeout_s, tail, link, reports)
         elapsed = time.monotonic() - start
     finally:
         kill_all(proc, net if isolated else None, group)
         read_some(proc.stdout.fileno(), tail)  # what was still in the pipe
+        if reports is not None:
+            reports.drain()  # a report written just before the end counts
         proc.stdout.close()
         if net_fd is not None:
             os.close(net_fd)
     output = tail.decode("utf-8", "replace").replace(workdir + os.sep, "")  # no temp paths in feedback
-    common = dict(output_tail=output, elapsed_s=elapsed, net_isolated=isolated, pids_capped=capped)
+    common = dict(output_tail=output, elapsed_s=elapsed, net_isolated=isolated, pids_capped=capped,
+                  reports=reports.count if reports is not None else 0)
     if link is not None and link.done:
         return RunResult("ok", value=link.value, **common)
     if link is not None and link.failure is not None:
         return RunResult("bad_output", error=link.failure, **common)
+    if timed_out and reports is not None and (reports.count or reports.failure):
+        try:  # stopped at the limit: the last report stands in for the return value
+            value = reports.value()
+        except ValueError as exc:
+            return RunResult("bad_output", error=f"stopped at the time limit of {timeout_s:g} s, and its last report "
+                             f"cannot be used: {exc}", **common)
+        return RunResult("timeout", value=value, error=f"time limit of {timeout_s:g} s exceeded", reported=True, **common)
     if timed_out:
         return RunResult("timeout", error=f"time limit of {timeout_s:g} s exceeded", **common)
     status, payload = _read_result(result_fd)

@@ -1,5 +1,5 @@
 """Watching one sandboxed process: the fences it reports, its output, its deadline, the driver's
-requests, and the kill of everything it made at the end (``rewards.sandbox`` runs it).
+requests, a search's reports, and the kill of everything it made at the end (``rewards.sandbox`` runs it).
 
 The process is a ``subprocess.Popen`` (started through ``rewards.launcher``) or a
 ``rewards.zygote.Child`` (forked by a template process); neither is reaped before every kill is
@@ -17,6 +17,7 @@ import time
 
 from rewards import cgroup
 from rewards.channel import Link
+from rewards.search_channel import Reports
 from rewards.zygote import Child
 
 OUTPUT_TAIL_BYTES = 4096
@@ -41,9 +42,10 @@ def read_status(fd: int, deadline: float) -> set[str]:
     return set(data.decode("ascii", "replace").split())
 
 
-def supervise(proc: subprocess.Popen | Child, deadline: float, tail: bytearray, link: Link | None = None) -> bool:
-    """Pump output (and run the driver) until the child exits or the driver is finished (False), or
-    the deadline passes (True); never reaps the child."""
+def supervise(proc: subprocess.Popen | Child, deadline: float, tail: bytearray, link: Link | None = None,
+              reports: Reports | None = None) -> bool:
+    """Pump output (and run the driver, and take a search's reports) until the child exits or the driver
+    is finished (False), or the deadline passes (True); never reaps the child."""
     fd = proc.stdout.fileno()
     os.set_blocking(fd, False)
     poller = select.poll()  # not select(): the trainer may hold more than 1024 descriptors
@@ -52,6 +54,10 @@ def supervise(proc: subprocess.Popen | Child, deadline: float, tail: bytearray, 
     if link is not None:
         poller.register(link.reply_fd, select.POLLIN)
         watched.add(link.reply_fd)
+    report_fd = reports.fd if reports is not None else -1
+    if reports is not None:
+        poller.register(report_fd, select.POLLIN)
+        watched.add(report_fd)
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -74,6 +80,11 @@ def supervise(proc: subprocess.Popen | Child, deadline: float, tail: bytearray, 
                         watched.discard(ready)
                 elif link is not None and ready == link.request_fd:
                     link.write()
+                elif ready == report_fd and ready in watched:
+                    reports.read()
+                    if not reports.open:  # end-of-file, or a broken channel (closed: never polled again)
+                        poller.unregister(ready)
+                        watched.discard(ready)
         else:  # output closed (normally: the child is exiting): wait for the exit itself
             time.sleep(min(remaining, nap))
             nap = min(nap * 2, 0.05)

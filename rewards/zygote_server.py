@@ -7,8 +7,8 @@ single-threaded (a multithreaded process cannot unshare a user namespace), says 
 serves one program at a time over a SOCK_SEQPACKET socket:
 
 * request: the launch plan, environment, directory and runner arguments (marshalled) plus the
-  descriptors the program gets (its output pipe, the result file, the status pipe, a driver's
-  channel) as SCM_RIGHTS;
+  descriptors the program gets (its output pipe, the result file, the status pipe, and a driver's
+  channel or a search-form run's input and report pipe) as SCM_RIGHTS;
 * it forks, answers with the child's pid, and waits for ``reap`` (the evaluator has watched and
   killed it); then SIGKILLs what is left of the child's process group, reaps it and answers with its
   wait status. End-of-file instead (the evaluator died): the same kill, then exit.
@@ -34,7 +34,7 @@ import launcher  # a sibling (with fs_jail), loaded by path: rewards/ is on sys.
 PRELOAD = ("numpy", "numpy.random")  # what nearly every program imports; missing ones are skipped
 MAX_REQUEST = 1 << 20
 MAX_FDS = 8
-RESULT_FD, CHANNEL_FDS, STATUS_FD = 3, (4, 5), 6  # where the child finds its descriptors
+RESULT_FD, CHANNEL_FDS, STATUS_FD, SEARCH_FDS = 3, (4, 5), 6, (7, 8)  # where the child finds its descriptors
 PR_SET_DUMPABLE, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 4, 47, 4
 _CAP_VERSION_3 = 0x20080522
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -71,9 +71,9 @@ def set_title(argv: list[str]) -> None:
     ctypes.memmove(start, data.ljust(end - start, b"\0"), end - start)
 
 
-def _arrange(fds: list[int], channel: bool) -> None:
-    """The child's descriptors: 0 /dev/null, 1 and 2 the output pipe, then RESULT_FD, the channel
-    and STATUS_FD; everything else (the template's socket above all) closed."""
+def _arrange(fds: list[int], channel: bool, search: bool = False) -> None:
+    """The child's descriptors: 0 /dev/null, 1 and 2 the output pipe, then RESULT_FD, the channel,
+    STATUS_FD and the search pipes; everything else (the template's socket above all) closed."""
     moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in fds]  # out of the way of the numbers below
     for fd in fds:
         os.close(fd)
@@ -87,7 +87,11 @@ def _arrange(fds: list[int], channel: bool) -> None:
         for fd, target in zip(theirs, CHANNEL_FDS):
             os.dup2(fd, target)
     os.dup2(status, STATUS_FD)
-    os.closerange(STATUS_FD + 1, os.sysconf("SC_OPEN_MAX") if os.sysconf("SC_OPEN_MAX") > 0 else 65536)
+    if search:
+        for fd, target in zip(theirs, SEARCH_FDS):
+            os.dup2(fd, target)
+    last = SEARCH_FDS[-1] if search else STATUS_FD
+    os.closerange(last + 1, os.sysconf("SC_OPEN_MAX") if os.sysconf("SC_OPEN_MAX") > 0 else 65536)
     if not channel:
         os.closerange(CHANNEL_FDS[0], CHANNEL_FDS[-1] + 1)
 
@@ -96,12 +100,13 @@ def _child(request: dict, fds: list[int], runner_main) -> None:
     """In the fork: fences up, capabilities gone, then the runner; never returns."""
     try:
         os.setsid()
-        channel = len(fds) > 3
+        search = bool(request.get("search"))
+        channel = len(fds) > 3 and not search
         argv = [sys.executable, *request["flags"], request["runner"], request["program"], request["entry"],
                 str(RESULT_FD), str(request["max_bytes"]), ",".join(map(str, CHANNEL_FDS)) if channel else "-",
-                *request["extra"]]
+                ",".join(map(str, SEARCH_FDS)) if search else "-", *request["extra"]]
         set_title(argv)
-        _arrange(fds, channel)
+        _arrange(fds, channel, search)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])

@@ -68,7 +68,8 @@ class EvolutionConfig:
     edit-only loop exactly. A mix is one setting: an overlay that gives one replaces its base's."""
 
     # weights, normalised: edit (SEARCH/REPLACE, the paper), rewrite (whole program), crossover
-    # (two parents from different lineages), best_shot (FunSearch's k best versions of the function).
+    # (two parents from different lineages), best_shot (FunSearch's k best versions of the function),
+    # iterate (the search form's no-LLM baseline: the parent's program rerun, alone and with trainer.enabled false).
     # Every weight >= 0 and one > 0 (checked at load with the operator names: train.config.config).
     operators: dict[str, float] = field(default_factory=lambda: {"edit": 1.0})
     best_shot_k: Annotated[int, ">= 1"] = 2  # programs shown as versions v0..v{k-1}

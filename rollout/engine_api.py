@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Mapping, Protocol, Union
-
-import torch
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Protocol, Union
 
 from rollout.config import RolloutConfig
 
-Weights = Union[Mapping[str, torch.Tensor], Iterable[tuple[str, torch.Tensor]]]
+if TYPE_CHECKING:  # the registry's names are read by config loading, which imports no torch
+    import torch
+
+Weights = Union[Mapping[str, "torch.Tensor"], Iterable[tuple[str, "torch.Tensor"]]]
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,8 @@ def weight_items(weights: Weights, tied_embeddings: bool) -> Iterator[tuple[str,
     tied lm_head is its own layer there: skip it and the logits keep the pre-sync embedding.
     So a tied model sends the (new) embedding under the lm_head name too.
     """
+    import torch
+
     items = weights.items() if isinstance(weights, Mapping) else weights
     embed = None
     sent_head = False

@@ -2,14 +2,18 @@
 
 It shares the trainer's module object, so after an optimizer step it already has the new
 weights: ``needs_sync`` is false and the loop skips the full-state gather. Built around a
-separate copy (``shares_trainer_module=False``) it loads the synced state instead.
+separate copy (``shares_trainer_module=False``) it loads the synced state instead. torch is imported
+where it is used: registering the engine (config loading reads the registry's names) imports none.
 """
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from rollout.engine_api import Completion, OnBatch, SamplingParams, Weights, parse_stop, register_engine, weight_items
+
+if TYPE_CHECKING:
+    import torch
 
 
 @register_engine("hf")
@@ -34,7 +38,11 @@ class HFEngine:
         if self.device is not None:
             return self.device
         param = next(self.model.parameters(), None)
-        return param.device if param is not None else torch.device("cpu")
+        if param is not None:
+            return param.device
+        import torch
+
+        return torch.device("cpu")
 
     @classmethod
     def from_config(cls, rollout, model=None, tokenizer=None, info=None, progress: bool = False, **_):
@@ -75,8 +83,10 @@ class HFEngine:
             return body + [eos], False
         return body, True
 
-    @torch.no_grad()
     def _generate_batch(self, prompts: list[list[int]], params: SamplingParams, stop: tuple[str, ...]) -> list[list[Completion]]:
+        """One batch of prompts, under ``generate``'s no_grad."""
+        import torch
+
         pad = self.tokenizer.pad_token_id
         eos = self.tokenizer.eos_token_id
         width = max(len(p) for p in prompts)
@@ -113,6 +123,8 @@ class HFEngine:
                  on_batch: OnBatch | None = None) -> list[list[Completion]]:
         if not prompts:
             return []
+        import torch
+
         stop = self.stop if params.stop is None else tuple(params.stop)
         was_training = self.model.training
         self.model.eval()
@@ -127,7 +139,8 @@ class HFEngine:
         results: list[list[Completion]] = []
         try:
             for batch in batches:
-                groups = self._generate_batch(batch, params, stop)
+                with torch.no_grad():
+                    groups = self._generate_batch(batch, params, stop)
                 if on_batch is not None:
                     on_batch(len(results), groups)
                 results.extend(groups)

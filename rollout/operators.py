@@ -9,6 +9,9 @@
 * ``best_shot`` (FunSearch): the best programs of the parent's island, their entry functions
   shown as versions ``{entry}_v0 .. {entry}_v{k-1}`` sorted by score; the answer is
   ``{entry}_v{k}``, renamed back to the entry function and put in place of the parent's.
+* ``iterate`` (the no-LLM baseline of search-form tasks): no prompt and no answer; the child is its
+  parent's program unchanged, rerun on the parent's construction with a fresh seed. It asks
+  nothing of the policy (``needs_policy``), so a run of it alone loads no model.
 
 Each operator shows its programs through PromptBuilder (``layout``: the token budget applies
 and what it drops is recorded, as for edits), names the answer format it expects, and turns a
@@ -24,7 +27,7 @@ import re
 from dataclasses import dataclass
 
 from rollout.edits import EditError, child_program, extract_answer
-from rollout.prompts import CONTRACT, Candidate, current_program, status_line
+from rollout.prompts import CONTRACT, Candidate, current_program, limit_sentence, status_line
 
 _FENCE = re.compile(r"```[ \t]*(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 
@@ -116,6 +119,7 @@ class Operator(abc.ABC):
     answer_format = "SEARCH/REPLACE blocks inside <answer>"
     lineage = True
     extra_parents = ""
+    needs_policy = True  # False: the child is made without a prompt or a completion (iterate)
 
     def layout(self):
         """What PromptBuilder.build takes as ``layout``."""
@@ -126,8 +130,9 @@ class Operator(abc.ABC):
         """The prompt's {parent} section; ``codes``: the parent's and each other program's code, cut to budget."""
 
     @abc.abstractmethod
-    def contract(self, entry_function: str, timeout: str, others: list[Candidate]) -> str:
-        """The prompt's {contract} section: what to answer, and in which format."""
+    def contract(self, entry_function: str, timeout: str, others: list[Candidate], form: str = "construct") -> str:
+        """The prompt's {contract} section: what to answer, and in which format (``form``: the task's, for
+        what the time limit costs: rollout.prompts.limit_sentence)."""
 
     @abc.abstractmethod
     def child(self, parent_code: str, completion: str, version: int = 0) -> str:
@@ -140,8 +145,8 @@ class Edit(Operator):
     def current(self, parent, codes, others, feedback_limit):
         return current_program(parent, codes[0], feedback_limit)
 
-    def contract(self, entry_function, timeout, others):
-        return CONTRACT.format(entry_function=entry_function, timeout=timeout)
+    def contract(self, entry_function, timeout, others, form="construct"):
+        return CONTRACT.format(entry_function=entry_function, limit=limit_sentence(timeout, form))
 
     def child(self, parent_code: str, completion: str, version: int = 0) -> str:
         return child_program(parent_code, completion, self.entry)
@@ -151,7 +156,7 @@ _WHOLE = """## Task
 Write an improved version of the program: the complete program, in one ```python block inside
 <answer>. It replaces the current program whole, so include everything it needs (imports,
 helpers). It must define {entry_function}() at the top level and return the same kind of result.
-If your program runs longer than {timeout} seconds it receives 0 reward."""
+{limit}"""
 
 
 class Rewrite(Operator):
@@ -160,8 +165,8 @@ class Rewrite(Operator):
     def current(self, parent, codes, others, feedback_limit):
         return current_program(parent, codes[0], feedback_limit)
 
-    def contract(self, entry_function, timeout, others):
-        return _WHOLE.format(entry_function=entry_function, timeout=timeout)
+    def contract(self, entry_function, timeout, others, form="construct"):
+        return _WHOLE.format(entry_function=entry_function, limit=limit_sentence(timeout, form))
 
     def child(self, parent_code, completion, version=0):
         return _whole_program(completion, self.entry)
@@ -171,7 +176,7 @@ _CROSS = """## Task
 Programs A and B come from different lineages. Combine them: take what works in each and write
 one program that should score better than both. Answer with the complete program, in one
 ```python block inside <answer>. It must define {entry_function}() at the top level and return
-the same kind of result. If your program runs longer than {timeout} seconds it receives 0 reward."""
+the same kind of result. {limit}"""
 
 
 class Crossover(Operator):
@@ -183,8 +188,8 @@ class Crossover(Operator):
         return (f"## Program A\nStatus: {status_line(parent, feedback_limit)}\n```python\n{codes[0]}\n```\n\n"
                 f"## Program B\nStatus: {status_line(mate, feedback_limit)}\n```python\n{codes[1]}\n```")
 
-    def contract(self, entry_function, timeout, others):
-        return _CROSS.format(entry_function=entry_function, timeout=timeout)
+    def contract(self, entry_function, timeout, others, form="construct"):
+        return _CROSS.format(entry_function=entry_function, limit=limit_sentence(timeout, form))
 
     def child(self, parent_code, completion, version=0):
         return _whole_program(completion, self.entry)
@@ -194,7 +199,7 @@ _SHOTS = """## Task
 Above are versions of {entry_function}, sorted by score: {entry_function}_v{last} scores best. Write
 {entry_function}_v{k}, an improved version, in one ```python block inside <answer>: only the
 function (and any helpers it needs). It replaces {entry_function} in the program.
-If the program runs longer than {timeout} seconds it receives 0 reward."""
+{limit}"""
 
 
 class BestShot(Operator):
@@ -218,9 +223,9 @@ class BestShot(Operator):
         return (f"## The rest of the program (kept as it is)\n```python\n{rest}\n```\n\n"
                 f"## Versions of {entry}, worst to best\n```python\n" + "\n\n\n".join(versions) + "\n```")
 
-    def contract(self, entry_function, timeout, others):
+    def contract(self, entry_function, timeout, others, form="construct"):
         k = len(others)
-        return _SHOTS.format(entry_function=entry_function, last=k - 1, k=k, timeout=timeout)
+        return _SHOTS.format(entry_function=entry_function, last=k - 1, k=k, limit=limit_sentence(timeout, form, "the program"))
 
     def child(self, parent_code, completion, version=0):
         """The parent with its entry function replaced by the answer's ``{entry}_v{version}``, renamed."""
@@ -249,6 +254,25 @@ class BestShot(Operator):
         return checked_program(program, entry_function, "The program with your function in it")
 
 
+class Iterate(Operator):
+    """The parent's program again, to be rerun on the parent's construction (search form): what a
+    search-form result owes to the starter's own search, with no LLM edit at all. Nothing is prompted,
+    so ``current`` and ``contract`` are never asked for; the loop checks the task's form before a run."""
+
+    answer_format = "none: the parent's program is rerun as it is"
+    lineage = False
+    needs_policy = False
+
+    def current(self, parent, codes, others, feedback_limit):
+        raise TypeError("the iterate operator builds no prompt: its children are made without the policy")
+
+    def contract(self, entry_function, timeout, others, form="search"):
+        raise TypeError("the iterate operator builds no prompt: its children are made without the policy")
+
+    def child(self, parent_code, completion, version=0):
+        return parent_code
+
+
 OPERATORS: dict[str, type[Operator]] = {}
 
 
@@ -265,6 +289,13 @@ register_operator("edit", Edit)
 register_operator("rewrite", Rewrite)
 register_operator("crossover", Crossover)
 register_operator("best_shot", BestShot)
+register_operator("iterate", Iterate)
+
+
+def uses_policy(mix: dict[str, float]) -> bool:
+    """Whether a run with this operator mix (evolution.operators) asks the policy for anything: False only
+    for a mix of operators that make children without it (iterate), which then loads no model."""
+    return any(OPERATORS[name].needs_policy for name, weight in mix.items() if weight > 0 and name in OPERATORS)
 
 
 def make_operator(name: str, entry_function: str) -> Operator:

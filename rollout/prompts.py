@@ -38,7 +38,16 @@ You MUST use the exact SEARCH/REPLACE diff format shown below inside <answer> to
 
 You can suggest multiple changes. Each SEARCH section must exactly match code in the current program.
 Make sure your program still contains the {entry_function}() function and returns the same kind of result.
-If your program runs longer than {timeout} seconds it receives 0 reward."""
+{limit}"""
+
+
+def limit_sentence(timeout: str, form: str = "construct", subject: str = "your program") -> str:
+    """The contract's last sentence: what running past the time limit costs. A search-form program
+    (tasks/base.py ``form``) keeps the last construction it reported, so "0 reward" would be false there."""
+    if form == "search":
+        return (f"{subject[0].upper()}{subject[1:]} is stopped after {timeout} seconds; the last construction it "
+                "passed to report() then counts (none reported: 0 reward).")
+    return f"If {subject} runs longer than {timeout} seconds it receives 0 reward."
 
 # The user message, paragraphs separated by blank lines. A paragraph that is only {ancestors} is
 # left out when the parent has no ancestors, so no empty section or stray blank line remains.
@@ -105,23 +114,23 @@ class Layout(Protocol):
     def current(self, parent: Candidate, codes: list[str], others: list[Candidate], feedback_limit: int | None) -> str:
         """The {parent} section: ``codes`` are the parent's and then each other program's code, cut to budget."""
 
-    def contract(self, entry_function: str, timeout: str, others: list[Candidate]) -> str: ...
+    def contract(self, entry_function: str, timeout: str, others: list[Candidate], form: str = "construct") -> str: ...
 
 
 class PromptBuilder:
     def __init__(self, tokenizer, description: str, entry_function: str, timeout_s: float,
-                 max_prompt_tokens: int, n_ancestors: int, template: str | None = None):
+                 max_prompt_tokens: int, n_ancestors: int, template: str | None = None, form: str = "construct"):
         """``timeout_s`` must be the limit the evaluator enforces (task.timeout_s, else the task's own):
         the prompt states it. ``template`` is the task's prompt.md (Task.prompt_template); None is
-        DEFAULT_TEMPLATE."""
+        DEFAULT_TEMPLATE. ``form``: the task's (Task.form), for what the contract says the limit costs."""
         self.tokenizer = tokenizer
         self.template = DEFAULT_TEMPLATE if template is None else template
         names = check_template(self.template, "prompt template")
         self._template_no_lineage = "\n\n".join(p for p in self.template.split("\n\n") if p.strip() != "{ancestors}")
         timeout = f"{timeout_s:g}"
-        self.entry_function, self.timeout = entry_function, timeout
+        self.entry_function, self.timeout, self.form = entry_function, timeout, form
         self.fields = {"description": description.strip(), "entry_function": entry_function, "timeout": timeout,
-                       "contract": CONTRACT.format(entry_function=entry_function, timeout=timeout)}
+                       "contract": CONTRACT.format(entry_function=entry_function, limit=limit_sentence(timeout, form))}
         self.max_prompt_tokens = max_prompt_tokens
         # A template without {ancestors} never shows them, so build() ignores them (nothing "dropped").
         self.n_ancestors = n_ancestors if "ancestors" in names else 0
@@ -140,7 +149,7 @@ class PromptBuilder:
             current = current_program(parent, codes[0], feedback_limit)
         else:
             current = layout.current(parent, codes, others, feedback_limit)
-            fields = dict(fields, contract=layout.contract(self.entry_function, self.timeout, others))
+            fields = dict(fields, contract=layout.contract(self.entry_function, self.timeout, others, self.form))
         template = self.template if ancestors else self._template_no_lineage
         user = template.format(**fields, ancestors=lineage, parent=current)
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]

@@ -22,6 +22,17 @@ than being silently ignored.
 
 Optional task.yaml keys (all checked at load time):
 
+* ``form``: ``construct`` (the default) or ``search``. A construct-form program's ``entry_function()``
+  builds its answer from nothing. A search-form program's is called ``entry_function(construction,
+  budget_s, seed)``: ``construction`` is its parent's construction as the verifier received it (JSON
+  data; ``None`` on the run's first call, when the starter builds its own), ``budget_s`` the seconds it
+  should spend (less than the time limit, which still holds), ``seed`` an int fresh per child; it returns
+  an improved construction in the verifier's format, and may call ``report(construction)`` (a global the
+  sandbox provides) so that, stopped by the time limit, its last report is scored. The verifier is the
+  same either way: it scores what comes back from scratch. The starter's entry function must take those
+  three arguments (checked here); a search cannot have a harness, a driver or a cascade. See
+  docs/search_form.md.
+
 * ``harness`` + ``harness_entry``: a trusted Python file that the sandbox executes right after the
   candidate program, in the same module, and whose ``harness_entry()`` it calls instead of the
   program's ``entry_function``. Its definitions come last, so they win over any redefinition by the
@@ -74,6 +85,16 @@ Optional task.yaml keys (all checked at load time):
 * ``warm_start_mutations``: extra kinds of synthetic edit for the warm start (train.warm_start.data),
   besides its numeric and line changes. ``terms``: a sum of fitted terms (``x[:, 0] * params[0] + ...``)
   gains one, for tasks whose program is a model with coefficients the harness fits.
+* ``heldout`` (needs a driver): the run's best program is also scored, once at the end of the run, on
+  instances the run never saw: ``{driver: NAME, verify: NAME, about: "..."}``, a second driver and
+  verifier defined by verifier.py (the held-out data stay in the evaluating process, as the
+  driver's do) and a sentence saying what the held-out set is (shown beside its figure).
+  ``Task.held_out()`` is the task with them in place of ``driver`` and ``verify``.
+
+verifier.py may also define ``check_exact(returned) -> ExactCheck``: the artefact of a valid child
+that reaches the task's best known (or beats the run's best) re-checked at zero tolerance in exact
+arithmetic (``Task.check_exact``; docs/tasks.md lists each family's check). Without it a task's
+claims are "unchecked".
 """
 
 from __future__ import annotations
@@ -84,7 +105,7 @@ import importlib.util
 import logging
 import math
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -95,6 +116,8 @@ from tasks.template import check_template
 
 TASKS_DIR = Path(__file__).resolve().parent
 TIMEOUT_SCALES = ("paper", "cpu")  # task.timeout_scale: which of task.yaml's limits a run defaults to
+FORMS = ("construct", "search")  # task.yaml form: entry() builds an answer, or entry(construction, budget_s, seed) improves one
+SEARCH_ARGUMENTS = ("construction", "budget_s", "seed")  # what a search-form entry function is called with, in order
 IMPROVEMENT_TOLERANCE = 1e-9  # default relative margin of a new best (task.yaml improvement_tolerance)
 log = logging.getLogger(__name__)
 
@@ -129,6 +152,34 @@ class ExactCheck:
     def __post_init__(self):
         if self.status not in EXACT_STATUSES:
             raise ValueError(f"ExactCheck status must be one of {', '.join(EXACT_STATUSES)}, got {self.status!r}")
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """``text`` on one line (whitespace runs become one space), at most ``limit`` characters."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+EXACT_LABELS = {"exact": "exact", "tolerance_only": "within tolerance only", "unchecked": "unchecked"}
+
+
+def exact_label(exact: dict | None) -> str:
+    """How HELIX states a recorded exact check ({"status", "detail", "value"} as the archive keeps it):
+    "exact", "within tolerance only: circles 3 and 7 overlap by 9e-10", "unchecked: ...", or "not checked"
+    for a solution no check ran on (below the threshold, or an archive from before the checks)."""
+    if not exact:
+        return "not checked"
+    status = EXACT_LABELS.get(exact.get("status"), str(exact.get("status")))
+    return status if status == "exact" else f"{status}: {exact.get('detail', '')}"
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """task.yaml ``heldout``, loaded: what the run's best program is also scored on at the end of a run."""
+
+    verify: Callable[[Any], Verdict]  # verifier.py's scorer of the held-out artefact
+    driver: Callable[[], Any]  # verifier.py's driver over the held-out instances
+    about: str  # what the held-out set is, in a sentence (how it was generated, which seeds)
 
 
 def invalid(feedback: str, **metrics: float) -> Verdict:
@@ -169,10 +220,46 @@ class Task:
     starter_reaches_best_known: str | None = None  # why the starter may score best_known (task.yaml)
     improvement_tolerance: float = IMPROVEMENT_TOLERANCE  # relative margin of a new best (task.yaml)
     objectives: tuple[Objective, ...] = ()  # declared objectives beside reward and Div (task.yaml)
+    _check_exact: Callable[[Any], ExactCheck] | None = field(default=None, repr=False, compare=False)  # verifier.py's
+    heldout: HeldOut | None = field(default=None, repr=False, compare=False)  # task.yaml heldout, loaded
+    form: str = "construct"  # FORMS: how the entry function is called (task.yaml form)
 
     def improves(self, reward: float, best: float | None) -> bool:
         """Whether ``reward`` beats ``best`` by more than the task's relative tolerance (None: anything does)."""
         return best is None or reward > best + self.improvement_tolerance * abs(best)
+
+    def reaches(self, reward: float, target: float) -> bool:
+        """Whether ``reward`` reaches ``target`` up to the task's relative tolerance: a best_known rounded to
+        ten digits is reached by the value it rounds."""
+        return reward >= target - self.improvement_tolerance * abs(target)
+
+    def check_exact(self, returned: Any) -> ExactCheck:
+        """verifier.py's ``check_exact`` on an artefact ``verify`` accepted: "exact", "tolerance_only" or
+        "unchecked", with a one-line detail. It never raises: a task without the function, a check that
+        raises (logged) or returns something else is "unchecked" with the reason, so a record claim is
+        never made on a check that did not run."""
+        if self._check_exact is None:
+            return ExactCheck("unchecked", f"task {self.name} has no exact check (its verifier.py defines no check_exact)")
+        try:
+            with np.errstate(all="ignore"):
+                check = self._check_exact(returned)
+        except Exception as exc:
+            log.warning("task %s: check_exact raised %s: %s", self.name, type(exc).__name__, exc)
+            return ExactCheck("unchecked", one_line(f"the exact check could not run: {type(exc).__name__}: {exc}"))
+        if not isinstance(check, ExactCheck):
+            log.warning("task %s: check_exact returned %s, not an ExactCheck", self.name, type(check).__name__)
+            return ExactCheck("unchecked", f"the exact check returned {type(check).__name__}, not tasks.base.ExactCheck")
+        value = check.value
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+            value = None
+        return ExactCheck(check.status, one_line(check.detail), None if value is None else float(value))
+
+    def held_out(self) -> Task:
+        """The task as its held-out evaluation sees it: the held-out driver and verifier in place of the run's
+        (task.yaml ``heldout``), so the evaluator scores a program on it as on any run of the task."""
+        if self.heldout is None:
+            raise ValueError(f"task {self.name} has no held-out evaluation (task.yaml 'heldout')")
+        return replace(self, _verify=self.heldout.verify, driver=self.heldout.driver, heldout=None, _check_exact=None)
 
     def prompt_description(self, style: str = "full") -> str:
         """The description a prompt shows: ``brief`` takes brief.md where the task has one."""
@@ -246,6 +333,8 @@ _SPEC: dict[str, tuple[tuple[type, ...], Callable[[Any], bool], str]] = {
     "best_known_source": ((str,), bool, "a non-empty string"),
 }
 _OPTIONAL: dict[str, tuple[tuple[type, ...], Callable[[Any], bool], str]] = {
+    "form": ((str,), lambda v: v in FORMS, "'construct' (entry() builds an answer, the default) or 'search' "
+             "(entry(construction, budget_s, seed) improves the construction it is given)"),
     "harness": ((str,), lambda v: _is_tasks_path(v) and v.endswith(".py"),
                 "a .py file path relative to tasks/ (e.g. families/symreg/harness.py): '/' between parts, "
                 "none of them '..', '.' or empty, so not absolute"),
@@ -265,7 +354,10 @@ _OPTIONAL: dict[str, tuple[tuple[type, ...], Callable[[Any], bool], str]] = {
                               "a relative margin >= 0 and < 1 (e.g. 1e-9): what a reward must beat the best by to count"),
     # each entry is checked by _objectives, which names the entry and the problem
     "objectives": ((list,), lambda v: True, "a list of {metric: NAME, goal: max|min} mappings"),
+    # its keys are checked by _heldout, which names the key and the problem
+    "heldout": ((dict,), lambda v: True, "a mapping {driver: NAME, verify: NAME, about: \"...\"}"),
 }
+HELDOUT_KEYS = ("driver", "verify", "about")
 OBJECTIVE_GOALS = ("max", "min")  # population.objectives.GOALS (tasks/ imports no population module)
 OBJECTIVE_KEYS = ("metric", "goal")
 RESERVED_METRICS = ("reward", "diversity")  # selected on always, so never declared
@@ -306,6 +398,11 @@ def _read_spec(folder: Path) -> dict:
         raise ValueError(f"{path}: 'driver' drives the harness's entry step by step: add 'harness' and 'harness_entry'")
     if "driver" in spec and "cascade_entry" in spec:
         raise ValueError(f"{path}: 'driver' and 'cascade_entry' cannot be combined (a cascade's stage 1 would run undriven)")
+    if spec.get("form") == "search":
+        extra = [key for key in ("harness", "driver", "cascade_entry") if key in spec]
+        if extra:
+            raise ValueError(f"{path}: form: search calls the program's {spec['entry_function']}(construction, budget_s, "
+                             f"seed) itself; it cannot be combined with '{extra[0]}'")
     if "cascade_entry" in spec and "harness" not in spec:
         raise ValueError(f"{path}: 'cascade_entry' names a function of the harness: add 'harness' and 'harness_entry'")
     for limit in ("timeout_s", "cpu_timeout_s"):
@@ -313,6 +410,8 @@ def _read_spec(folder: Path) -> dict:
             raise ValueError(f"{path}: 'cascade_timeout_s' ({spec['cascade_timeout_s']}) must be below '{limit}' "
                              f"({spec[limit]}): stage 1 is the cheap check")
     _objectives(path, spec.get("objectives", []))
+    if "heldout" in spec:
+        _heldout(path, spec)
     if spec["name"] != folder.name:
         raise ValueError(f"{path}: name '{spec['name']}' must match the folder name '{folder.name}'")
     return spec
@@ -346,6 +445,29 @@ def _objectives(path: Path, entries: list) -> tuple[Objective, ...]:
             raise ValueError(f"{path}: objectives: metric '{metric}' is declared twice")
         out.append(Objective(metric, goal))
     return tuple(out)
+
+
+def _heldout(path: Path, spec: dict) -> None:
+    """task.yaml ``heldout`` checked key by key, each problem one line naming the key."""
+    entry, at = spec["heldout"], f"{path}: heldout"
+    for key in entry:
+        if key not in HELDOUT_KEYS:
+            near = difflib.get_close_matches(str(key), HELDOUT_KEYS, n=1, cutoff=0.6)
+            hint = f" Did you mean '{near[0]}'?" if near else ""
+            raise ValueError(f"{at}: unknown key '{key}'.{hint} Valid keys: {', '.join(HELDOUT_KEYS)}")
+    for key in HELDOUT_KEYS:
+        if key not in entry:
+            raise ValueError(f"{at}: missing key '{key}' (heldout is {{driver: NAME, verify: NAME, about: \"...\"}})")
+    for key in ("driver", "verify"):
+        if not isinstance(entry[key], str) or not entry[key].isidentifier():
+            raise ValueError(f"{at}: '{key}' must be a Python identifier (a callable defined by verifier.py), "
+                             f"got {entry[key]!r}")
+    if not isinstance(entry["about"], str) or len(entry["about"].split()) < 5:
+        raise ValueError(f"{at}: 'about' must be a sentence (5 words or more) saying what the held-out set is and "
+                         f"how it was made, got {entry['about']!r}")
+    if "driver" not in spec:
+        raise ValueError(f"{at}: a held-out evaluation drives the harness over held-out instances, so the task needs "
+                         "'driver' (and 'harness', 'harness_entry') as well")
 
 
 def _defined_functions(path: Path, source: str) -> set[str]:
@@ -397,9 +519,24 @@ def _read_prompt_template(folder: Path) -> str | None:
     return template
 
 
-def _check_initial_program(path: Path, source: str, entry: str) -> None:
+def _check_initial_program(path: Path, source: str, entry: str, form: str = "construct") -> None:
     if entry not in _defined_functions(path, source):
         raise ValueError(f"{path}: does not define the entry function {entry}() named in task.yaml")
+    if form == "search" and not _takes_search_call(ast.parse(source), entry):
+        shown = ", ".join(SEARCH_ARGUMENTS)
+        raise ValueError(f"{path}: form: search calls {entry}({shown}); define it as def {entry}({shown}): "
+                         "three positional parameters")
+
+
+def _takes_search_call(tree: ast.Module, entry: str) -> bool:
+    """Whether the last top-level ``def entry`` can be called with the three search arguments by position."""
+    node = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == entry][-1]
+    args = node.args
+    positional = len(args.posonlyargs) + len(args.args)
+    required = positional - len(args.defaults)
+    kw_required = sum(default is None for default in args.kw_defaults)
+    return required <= 3 and (positional >= 3 or args.vararg is not None) and kw_required == 0 \
+        and not isinstance(node, ast.AsyncFunctionDef)
 
 
 def available_tasks() -> list[str]:
@@ -425,6 +562,11 @@ def own_timeout_s(name: str, scale: str = "paper") -> float:
     return float(spec["cpu_timeout_s"] if scale == "cpu" and "cpu_timeout_s" in spec else spec["timeout_s"])
 
 
+def task_form(name: str) -> str:
+    """The task's form (task.yaml alone: no verifier is imported), for checks made before a run loads anything."""
+    return _read_spec(_task_folder(name)).get("form", "construct")
+
+
 def task_objectives(name: str) -> tuple[Objective, ...]:
     """The task's declared objectives (task.yaml alone: no verifier is imported), for readers of a run."""
     folder = _task_folder(name)
@@ -438,7 +580,7 @@ def load_task(name: str) -> Task:
         if not (folder / file).is_file():
             raise ValueError(f"{folder}: missing {file} (a task folder needs task.yaml, {', '.join(_FILES)})")
     initial = (folder / "initial_program.py").read_text(encoding="utf-8")
-    _check_initial_program(folder / "initial_program.py", initial, spec["entry_function"])
+    _check_initial_program(folder / "initial_program.py", initial, spec["entry_function"], spec.get("form", "construct"))
     module_spec = importlib.util.spec_from_file_location(f"helix_task_{name}_verifier", folder / "verifier.py")
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
@@ -448,6 +590,10 @@ def load_task(name: str) -> Task:
     if "driver" in spec and not callable(driver):
         raise ValueError(f"{folder / 'verifier.py'}: does not define the callable {spec['driver']} named as 'driver' in "
                          "task.yaml (it returns the generator that drives the harness)")
+    check_exact = getattr(module, "check_exact", None)
+    if check_exact is not None and not callable(check_exact):
+        raise ValueError(f"{folder / 'verifier.py'}: check_exact must be a function check_exact(returned) -> ExactCheck, "
+                         f"got {type(check_exact).__name__}")
     return Task(
         name=spec["name"], description=(folder / "description.md").read_text(encoding="utf-8").strip() + "\n",
         initial_program=initial, entry_function=spec["entry_function"], timeout_s=float(spec["timeout_s"]),
@@ -462,4 +608,19 @@ def load_task(name: str) -> Task:
         starter_reaches_best_known=spec.get("starter_reaches_best_known"),
         improvement_tolerance=float(spec.get("improvement_tolerance", IMPROVEMENT_TOLERANCE)),
         objectives=_objectives(folder / "task.yaml", spec.get("objectives", [])),
+        _check_exact=check_exact, heldout=_load_heldout(folder, module, spec),
+        form=spec.get("form", "construct"),
     )
+
+
+def _load_heldout(folder: Path, module, spec: dict) -> HeldOut | None:
+    """task.yaml ``heldout`` (checked by ``_heldout``) with its callables taken from verifier.py."""
+    if "heldout" not in spec:
+        return None
+    entry = spec["heldout"]
+    found = {key: getattr(module, entry[key], None) for key in ("driver", "verify")}
+    for key, value in found.items():
+        if not callable(value):
+            raise ValueError(f"{folder / 'verifier.py'}: does not define the callable {entry[key]} named as heldout "
+                             f"'{key}' in task.yaml")
+    return HeldOut(verify=found["verify"], driver=found["driver"], about=" ".join(entry["about"].split()))

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import argparse
 
+from benchlib.reach import search, structural  # scripts/bench/ is first on sys.path: this is run as a script
+
 from rewards import Evaluator
 from tasks import load_task
-from train.warm_start.reach import search, structural
 
 BUDGETS = (64, 256)
 

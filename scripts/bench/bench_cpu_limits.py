@@ -13,7 +13,7 @@ answers, ``--prompt-len`` prompt tokens, answers of about ``--answer-len`` token
   quickstart's trainer settings;
 - generation: ``engine.generate`` with 1 new token (prefill) and with ``--decode-len`` new tokens
   (decode = the difference);
-- warm start: ``train.warm_start.build.train`` over ``--ws-steps`` prompts of
+- warm start: the supervised step (``train.learner.supervised.fine_tune``) over ``--ws-steps`` prompts of
   ``warm_start.answers_per_parent`` answers (one optimizer step each), its autocast dtype.
 
 FLOPs use the standard count: a forward is 2 x (non-embedding parameters) per token, plus
@@ -26,7 +26,7 @@ dtype the phase computes in. The load average is printed with every row: on a sh
 phase can only look slower than it is.
 
 A second table says why a phase is below the peak: one untimed GRPO step and the warm start's
-warm-up step run under ``train.learner.kernel_ceiling.KernelLog``, and each matmul and attention
+warm-up step run under ``benchlib.kernel_ceiling.KernelLog``, and each matmul and attention
 call they dispatched is timed alone on the same shapes. Its "ceiling" is the phase's useful rate
 were everything but those kernels free: a phase near its ceiling is bound by its shapes (small
 matmuls, the attention kernel), one far below it by elementwise work, casts and copies.
@@ -43,8 +43,7 @@ from dataclasses import replace
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
-
-from train.learner.flops import (
+from benchlib.flops import (  # scripts/bench/ is first on sys.path: this is run as a script
     Clock,
     Counter,
     Row,
@@ -62,7 +61,7 @@ from train.learner.flops import (
 
 def kernels_alone(step):
     """Run one untimed ``step`` under the kernel log and time its matmul and attention calls alone."""
-    from train.learner.kernel_ceiling import KernelLog, replay
+    from benchlib.kernel_ceiling import KernelLog, replay
 
     with KernelLog() as log:
         step()
@@ -144,9 +143,13 @@ def bench_generation(model, tokenizer, cfg, args, shapes, counter, peak) -> list
 
 
 def bench_warm_start(model, tokenizer, cfg, args, shapes, counter, peak) -> Row:
-    from train.warm_start.build import Example, autocast_dtype, train
+    from train.learner.supervised import Answer, Recipe, fine_tune
+    from train.warm_start.build import autocast_dtype
 
-    ws = replace(cfg.warm_start, epochs=1)
+    ws = cfg.warm_start
+    recipe = Recipe(lr=ws.lr, epochs=1, seed=ws.seed, answers_per_pass=ws.answers_per_pass,
+                    gradient_checkpointing=ws.gradient_checkpointing, autocast=autocast_dtype(ws.dtype),
+                    release_memory_every_s=0)
     k = ws.answers_per_parent
     gen = torch.Generator().manual_seed(2)
     vocab = len(tokenizer)
@@ -155,9 +158,9 @@ def bench_warm_start(model, tokenizer, cfg, args, shapes, counter, peak) -> Row:
     for parent in range(args.ws_steps + 1):
         prompt = torch.randint(100, vocab, (args.prompt_len,), generator=gen).tolist()
         for n in lengths:
-            examples.append(Example("bench", parent, prompt, "", torch.randint(100, vocab, (n,), generator=gen).tolist()))
+            examples.append(Answer(prompt, torch.randint(100, vocab, (n,), generator=gen).tolist(), parent))
     def warm_up():  # one untimed step (optimizer state, kernels); logged for the ceiling unless --no-ceiling
-        train(model, examples[:k], ws, tokenizer.pad_token_id, progress=False)
+        fine_tune(model, examples[:k], recipe, tokenizer.pad_token_id, progress=False)
 
     ceiling = None
     if args.ceiling:
@@ -166,12 +169,12 @@ def bench_warm_start(model, tokenizer, cfg, args, shapes, counter, peak) -> Row:
         warm_up()
     counter.reset()
     with Clock() as clock:
-        train(model, examples[k:], ws, tokenizer.pad_token_id, progress=False)
+        fine_tune(model, examples[k:], recipe, tokenizer.pad_token_id, progress=False)
     p = args.prompt_len
     prompt = shapes.forward(p - 1, causal_pairs(p - 1), 0)  # the shared prompt cache, no gradient
     answers = shapes.forward(sum(n + 1 for n in lengths), sum(causal_pairs(n + 1, p - 1) for n in lengths), sum(lengths))
-    dtype = autocast_dtype(ws.dtype)
-    return Row("warm start step (warm_start.build.train)", clock.wall / args.ws_steps, clock.cpu / args.ws_steps,
+    dtype = recipe.autocast
+    return Row("warm start step (supervised.fine_tune)", clock.wall / args.ws_steps, clock.cpu / args.ws_steps,
                prompt + 3 * answers, counter.flops / args.ws_steps,
                peak[dtype], dtype, load(), f"1 prompt + {k} answers per step", ceiling)
 

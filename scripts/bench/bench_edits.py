@@ -84,14 +84,16 @@ def main(argv=None) -> None:
     from rollout.vllm_engine import VLLMEngine
     from tasks import load_task
     from train.config.config import load_config, warm_start_inputs
-    from train.learner.models import load_policy, resolve_policy_path
+    from train.learner.models import load_policy, load_tokenizer, resolve_policy_path
+    from train.loop.task_tools import tools_for
     from train.warm_start.build import ensure_warm_start
 
     cfg = load_config(args.config, ["warm_start.enabled=true"])
     task = load_task(cfg.task.name)
     evaluator = Evaluator(task, workers=None, timeout_s=cfg.task.timeout_s, memory_mb=cfg.task.memory_mb)
     wants_warm = not args.models and "warm" in args.policies.split(",")
-    warm_dir = ensure_warm_start(warm_start_inputs(cfg)) if wants_warm else None
+    lend = tools_for(cfg, load_tokenizer(cfg.model.policy, cfg.model.cache_dir)) if wants_warm else None
+    warm_dir = ensure_warm_start(warm_start_inputs(cfg), lend) if wants_warm else None
     cold, tokenizer = load_policy(cfg.model.policy, "float32", cfg.model.cache_dir)
     built = prompts_and_parents(cfg, tokenizer, evaluator, task)
     prompts, parents = [p.token_ids for p, _ in built], [q for _, q in built]

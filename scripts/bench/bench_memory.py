@@ -32,12 +32,13 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 # (module, attribute path) of each step charged as a phase; missing ones are skipped, so the
 # benchmark keeps working while code moves between modules.
 PHASES = [
-    ("train.commands.warm_start", "resolve_policy", "warm start (found or built)"),
+    ("train.api.start", "_run_tools", "evaluator, prompt builder"),
+    ("train.api.start", "resolve_policy", "warm start (found or built)"),
     ("train.warm_start.isolated", "build_in_child", "warm start: build (child process)"),
     ("train.learner.models", "load_policy", "load policy"),
     ("train.learner.learner", "Learner.__init__", "learner init (reference, optimizer)"),
     ("rollout.engines", "build_engine", "engine init"),
-    ("train.loop.epoch_loop", "HelixRun._build_main", "archive, evaluator, embedder"),
+    ("train.loop.epoch_loop", "HelixRun._build_main", "archive, embedder"),
     ("train.loop.epoch_loop", "HelixRun.prompts", "prompts"),
     ("train.loop.epoch_loop", "HelixRun.generate", "generate"),
     ("train.loop.epoch_loop", "HelixRun.evaluate", "evaluate"),

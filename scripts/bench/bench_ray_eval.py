@@ -25,9 +25,9 @@ from types import SimpleNamespace
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # a private cluster stays on 127.0.0.1
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
-from rewards import Evaluator, make_runner  # noqa: E402
-from tasks import load_task  # noqa: E402
-from tasks.base import Verdict  # noqa: E402
+from rewards import Evaluator, make_runner
+from tasks import load_task
+from tasks.base import Verdict
 
 TRIVIAL = "import numpy as np\n\n\ndef main():\n    return 1\n"
 SPIN = "import time\n\n\ndef main():\n    end = time.process_time() + 1.0\n    n = 0\n" \

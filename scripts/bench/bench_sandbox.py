@@ -3,6 +3,10 @@
 
     .venv/bin/python scripts/bench/bench_sandbox.py                 # 24 evaluations per row
     .venv/bin/python scripts/bench/bench_sandbox.py --n 48 --workers 4
+    .venv/bin/python scripts/bench/bench_sandbox.py --record        # and the sandbox rates into BENCHMARKS.json
+
+``--record`` writes the first table's sandbox column into BENCHMARKS.json (its ``sandbox`` entry, with the
+command, the date and the machine), where ``scripts/plan_scale.py`` reads its evaluations per second per core.
 
 Rows (each the median of --repeats batches of --n evaluations):
 - ``trivial``: a program whose entry returns 1 (numpy imported, as every task program does).
@@ -31,7 +35,9 @@ machine slows both alike; both must give the same reward.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -40,6 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 BEFORE_HARNESS = Path(__file__).resolve().parent / "bin_packing_harness_before.py"
+MEASURED = Path(__file__).resolve().parents[2] / "BENCHMARKS.json"  # the measured figures, beside BENCHMARKS.md
 BINPACK_TASKS = ("bin_packing_or", "bin_packing_weibull")
 
 TRIVIAL = "import numpy as np\n\n\ndef run():\n    return 1\n"
@@ -120,6 +127,19 @@ def paired_rates(first, second, n: int, workers: int, repeats: int) -> tuple[flo
     return statistics.median(rates[0]), statistics.median(rates[1]), rewards
 
 
+def record(path: Path, rows: list[dict], command: str, loads: tuple[str, str]) -> None:
+    """The sandbox rates of this run as the ``sandbox`` entry of the measured figures at ``path`` (the other
+    entries kept)."""
+    measured = json.loads(path.read_text()) if path.is_file() else {}
+    machine = f"{os.cpu_count()}-core {platform.processor() or platform.machine()}, load average {loads[0]} before, " \
+              f"{loads[1]} after"
+    measured["sandbox"] = {
+        "what": "sandbox evaluations per second through rewards (the template process, every fence on), per program "
+                "and worker count: BENCHMARKS.md 'Sandbox'",
+        "command": command, "date": time.strftime("%Y-%m-%d"), "machine": machine, "rows": rows}
+    path.write_text(json.dumps(measured, indent=1) + "\n")
+
+
 def main(argv=None) -> None:
     from rewards import Evaluator, zygote
     from rewards.sandbox import isolation, run_program
@@ -132,6 +152,8 @@ def main(argv=None) -> None:
     ap.add_argument("--binpack", nargs="*", default=list(BINPACK_TASKS), choices=BINPACK_TASKS,
                     help="bin-packing tasks for the before/after driver table (none: skip it)")
     ap.add_argument("--binpack-n", type=int, default=4, help="evaluations per bin-packing batch")
+    ap.add_argument("--record", nargs="?", const=str(MEASURED), metavar="JSON",
+                    help=f"write the sandbox rates into this measured-figures file (default {MEASURED.name})")
     args = ap.parse_args(argv)
 
     task = load_task("circle_packing_26")
@@ -145,19 +167,26 @@ def main(argv=None) -> None:
     cmd = " ".join(["scripts/bench/bench_sandbox.py", *(argv if argv is not None else sys.argv[1:])])
     print(f"Command: `.venv/bin/python {cmd}`")
     print(f"{args.n} evaluations per batch, median of {args.repeats} batches; isolation on this machine: {iso}\n")
-    print(f"Load average before: {' '.join(open('/proc/loadavg').read().split()[:3])}\n")
+    load_before = ' '.join(open('/proc/loadavg').read().split()[:3])
+    print(f"Load average before: {load_before}\n")
     print("| program | workers | sandbox evals/s | launcher evals/s | bare `python -c` evals/s | bare, 1 BLAS thread evals/s "
           "| bare `import numpy` evals/s | sandbox rate / bare `import numpy` | launcher rate / bare `import numpy` |")
     print("|---|---|---|---|---|---|---|---|---|")
     template, launcher = (lambda: zygote.set_enabled(True)), (lambda: zygote.set_enabled(False))
+    recorded = []
     for name, sandboxed, code, entry in cases:
         for workers in sorted({1, args.workers}):
             ours, old, base, base1, floor = rates([(template, sandboxed), (launcher, sandboxed), bare(code, entry),
                                                    bare(code, entry, ONE_THREAD), bare_numpy], args.n, workers, args.repeats)
             print(f"| {name} | {workers} | {ours:.1f} | {old:.1f} | {base:.1f} | {base1:.1f} | {floor:.1f} "
                   f"| {ours / floor:.2f}x | {old / floor:.2f}x |", flush=True)
+            recorded.append({"program": name, "workers": workers, "sandbox_evals_per_s": round(ours, 1)})
     zygote.set_enabled(True)
-    print(f"\nLoad average after: {' '.join(open('/proc/loadavg').read().split()[:3])}")
+    load_after = ' '.join(open('/proc/loadavg').read().split()[:3])
+    print(f"\nLoad average after: {load_after}")
+    if args.record:
+        record(Path(args.record), recorded, f".venv/bin/python {cmd}", (load_before, load_after))
+        print(f"Sandbox rates recorded in {args.record}")
     if not args.binpack:
         return
     print(f"\nOnline bin packing, starter: before (harness + data.npz in the sandbox) and after (trusted driver), "

@@ -11,7 +11,7 @@ how well the same step uses a GPU node at the 1.5B scale the paper trains.
 Nothing is downloaded: the model is built from a ``Qwen2Config`` with seeded random weights, and
 the batch is random tokens (fixed seed) with rewards that differ within every group, so no step
 is skipped. One process asking for fsdp2/deepspeed runs it in a process group of one, as
-``train/helix.py`` does, so bf16 mixed precision and offload are measured on a one-GPU machine too.
+a run's start does (``train.api.start``), so bf16 mixed precision and offload are measured on a one-GPU machine too.
 
 MFU = model FLOP/s / peak FLOP/s, model FLOPs per step = (6 + 2) x N x T: 6N per token for the
 policy forward + backward and 2N for the frozen reference's forward (no reference when
@@ -37,8 +37,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
-
-from train.commands.scale_plan import FLOPS_FORMULA, mfu, model_flops
+from benchlib.flops import FLOPS_FORMULA, mfu, model_flops  # scripts/bench/ is first on sys.path: this is run as a script
 
 SHAPES = {
     # Qwen2.5-1.5B's shape.

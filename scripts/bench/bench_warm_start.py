@@ -1,11 +1,11 @@
 """The warm start's fine-tune alone: peak memory, seconds a step, and which weights it made.
 
-Makes the config's warm-start data (the sandboxed mutants, ~10 s), then runs
-``train.warm_start.build.train`` in this process with the heap trimmed every ``run.release_memory_every_s``
-as a build does, and prints one line: the process's high-water mark (VmHWM, before and after the
-fine-tune), seconds per step, the last loss, and a sha256 over every tensor of the result (equal digests:
-bitwise the same model). One configuration per process, so each peak is its own; compare recipes by
-overrides, and the oneDNN kernel cache by its environment variable:
+Makes the config's warm-start data (the sandboxed mutants, ~10 s, with the evaluator and prompt builder a run
+makes), then runs the supervised step (``train.learner.supervised.fine_tune``) in this process with the heap
+trimmed every ``run.release_memory_every_s`` as a build's child does, and prints one line: the process's
+high-water mark (VmHWM, before and after the fine-tune), seconds per step, the last loss, and a sha256 over
+every tensor of the result (equal digests: bitwise the same model). One configuration per process, so each
+peak is its own; compare recipes by overrides, and the oneDNN kernel cache by its environment variable:
 
     .venv/bin/python scripts/bench/bench_warm_start.py --config configs/quickstart.yaml
     .venv/bin/python scripts/bench/bench_warm_start.py --config configs/quickstart.yaml warm_start.gradient_checkpointing=false
@@ -43,21 +43,26 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from train.config.config import load_config, warm_start_inputs
-    from train.learner.memory import releasing_free_memory
     from train.learner.models import load_policy
-    from train.warm_start.build import autocast_dtype, make_examples, peak_rss_mib, train
+    from train.learner.supervised import Answer, Recipe, fine_tune
+    from train.loop.task_tools import tools_for
+    from train.warm_start.build import autocast_dtype, make_examples
+    from train.warm_start.build_child import peak_rss_mib
 
     cfg = load_config(args.config, overrides)
-    inputs = warm_start_inputs(cfg)
-    torch.manual_seed(inputs.recipe.seed)
+    inputs, ws = warm_start_inputs(cfg), cfg.warm_start
+    torch.manual_seed(ws.seed)
     model, tokenizer = load_policy(inputs.base, "float32", inputs.cache_dir)
-    examples, _ = make_examples(inputs, tokenizer, np.random.default_rng(inputs.recipe.seed))
+    examples, _ = make_examples(inputs, tools_for(cfg, tokenizer), np.random.default_rng(ws.seed))
+    recipe = Recipe(lr=ws.lr, epochs=ws.epochs, seed=ws.seed, answers_per_pass=ws.answers_per_pass,
+                    gradient_checkpointing=ws.gradient_checkpointing, autocast=autocast_dtype(ws.dtype),
+                    release_memory_every_s=cfg.run.release_memory_every_s)
     before = peak_rss_mib()
     start = time.perf_counter()
-    with releasing_free_memory(cfg.run.release_memory_every_s):
-        losses = train(model, examples, inputs.recipe, tokenizer.pad_token_id, progress=False)
+    losses = fine_tune(model, [Answer(e.prompt_ids, e.answer_ids, e.parent) for e in examples], recipe,
+                       tokenizer.pad_token_id, progress=False)
     seconds = time.perf_counter() - start
-    result = {"config": args.config, "overrides": overrides, "autocast": autocast_dtype(inputs.recipe.dtype),
+    result = {"config": args.config, "overrides": overrides, "autocast": recipe.autocast,
               "onednn_cache": os.environ.get("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "default"),
               "steps": len(losses), "s_per_step": round(seconds / len(losses), 2), "loss_last": losses[-1],
               "vmhwm_mib_before": before, "vmhwm_mib": peak_rss_mib(), "sha256": digest(model)}

@@ -33,7 +33,8 @@ import math
 
 import numpy as np
 
-from tasks.base import Verdict, invalid
+from tasks.base import ExactCheck, Verdict, invalid
+from tasks.families.exact import integers, ratio
 
 MAX_STEPS = 1000
 BEST_KNOWN_C = 1.4687620697  # AlphaEvolve's C3' (max |f*f|); Vinuesa's 1.4581 is for max f*f (task.yaml)
@@ -84,3 +85,19 @@ def verify(returned) -> Verdict:
     feedback = (f"{len(a)} steps: C = max|f*f| / (integral f)^2 = {c:.6g}, reward 1/C = {reward:.6g} "
                 f"(best known C = {BEST_KNOWN_C}, reward {1 / BEST_KNOWN_C:.6g}; lower C is better)")
     return Verdict(reward, True, feedback, {"C": c, "steps": float(len(a))})
+
+
+def check_exact(returned) -> ExactCheck:
+    """C(f) recomputed exactly (tasks/base.py ``check_exact``): the heights scaled to integers (tasks/families/exact.py;
+    C is scale-invariant), their autoconvolution in Python integers, C = 2n max |c_m| / (sum a)^2 as a
+    rational. The verifier has no tolerance to ride; this pins the reward 1/C down to its last digit."""
+    a, _ = integers(returned)
+    total = sum(a)
+    if not a or total == 0:  # verify rejects both
+        return ExactCheck("unchecked", "not a step function the verifier accepts (no heights, or a zero integral)")
+    heights = np.array(a, dtype=object)  # numpy's convolution over Python integers: exact, and fast enough
+    peak = max(abs(c) for c in np.convolve(heights, heights).tolist())
+    n = len(a)
+    return ExactCheck("exact", f"C = 2n max|f*f| / (integral f)^2 computed exactly from the {n} heights (integer "
+                               f"arithmetic): C = {ratio(2 * n * peak, total * total):.15g}, reward 1/C = "
+                               f"{ratio(total * total, 2 * n * peak):.15g}", ratio(total * total, 2 * n * peak))

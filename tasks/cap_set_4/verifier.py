@@ -1,7 +1,7 @@
 """Trusted check of a cap set in Z_3^4 (FunSearch, paper 001); the checks are in tasks/families/cap_set/verify.py."""
 
-from tasks.base import Verdict
-from tasks.families.cap_set.verify import BEST_KNOWN, usage, verify_cap_set
+from tasks.base import ExactCheck, Verdict
+from tasks.families.cap_set.verify import BEST_KNOWN, exact_cap_set, usage, verify_cap_set
 
 N = 4
 BEST = BEST_KNOWN[N]
@@ -10,3 +10,7 @@ USAGE = usage(N)
 
 def verify(returned) -> Verdict:
     return verify_cap_set(returned, N)
+
+
+def check_exact(returned) -> ExactCheck:
+    return exact_cap_set(returned, N)

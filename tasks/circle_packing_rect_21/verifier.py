@@ -3,7 +3,8 @@ the checks are in tasks/families/rect_packing/verify.py."""
 
 from pathlib import Path
 
-from tasks.base import Verdict
+from tasks.base import ExactCheck, Verdict
+from tasks.families.rect_packing.exact import check_rect_packing
 from tasks.families.rect_packing.verify import TOL, best_known, usage, verify_rect_packing  # noqa: F401 - TOL/USAGE for tests
 
 N = 21
@@ -13,3 +14,7 @@ USAGE = usage(N)
 
 def verify(returned) -> Verdict:
     return verify_rect_packing(returned, N, BEST_KNOWN)
+
+
+def check_exact(returned) -> ExactCheck:
+    return check_rect_packing(returned, N)

@@ -20,7 +20,9 @@ so does a lookup table (both are bijections; docs/tasks.md: "A lookup table ... 
 
 from __future__ import annotations
 
-from tasks.base import Verdict, invalid
+from fractions import Fraction
+
+from tasks.base import ExactCheck, Verdict, invalid
 from tasks.families.dyck.verify import MAX_ABS, MAX_LEN, N_MAX, all_paths, catalan, problem, scores
 
 PATHS = all_paths(N_MAX)
@@ -109,3 +111,17 @@ def verify(returned) -> Verdict:
     metrics = {"validity": validity, "injectivity": injectivity, "surjectivity": surjectivity,
                "n_bijective": float(n_perfect), f"surjectivity_n{N_MAX}": per_n[-1].surjectivity}
     return Verdict(reward, True, feedback, metrics)
+
+
+def check_exact(returned) -> ExactCheck:
+    """Counts only: the verifier's scores are ratios of integer counts, so a valid result's reward is exact up
+    to its float division; here the mean of the three ratios over n = 1..N_MAX is recomputed as a fraction
+    (tasks/base.py ``check_exact``)."""
+    outputs, again = returned["outputs"], returned.get("again")
+    blocks, _ = consistent(outputs, again)
+    per_n = [scores(n, blocks[n - 1]) for n in range(1, N_MAX + 1)]
+    total = sum(Fraction(s.valid, s.paths) + Fraction(s.distinct, s.paths) + Fraction(s.hit, catalan(s.n))
+                for s in per_n) / (3 * N_MAX)
+    return ExactCheck("exact", f"integer counts: the mean of validity, injectivity and surjectivity over n = 1..{N_MAX} "
+                               f"is {total.numerator}/{total.denominator} = {float(total):.15g} exactly (the verifier "
+                               "has no tolerance)", float(total))

@@ -11,7 +11,9 @@ is rejected rather than silently removed). No score the program reports is ever 
 
 from __future__ import annotations
 
-from tasks.base import Verdict, invalid
+from fractions import Fraction
+
+from tasks.base import ExactCheck, Verdict, invalid
 
 N = 30
 CONWAY = (0, 2, 3, 4, 7, 11, 12, 14)  # |A+A| = 26, |A-A| = 25: the benchmark's reference value 1.04
@@ -52,3 +54,12 @@ def verify(returned) -> Verdict:
                 f"(Conway's set reaches 26/25 = 1.04; higher is better)")
     return Verdict(ratio, True, feedback, {"ratio": ratio, "size": float(len(returned)),
                                            "sums": float(sums), "differences": float(diffs)})
+
+
+def check_exact(returned) -> ExactCheck:
+    """Integers only: the verifier's count of sums and differences is already exact, so a valid set's
+    ratio is exact; it is recomputed here as a fraction (tasks/base.py ``check_exact``)."""
+    sums, diffs = sums_and_differences(returned)
+    ratio = Fraction(sums, diffs)
+    return ExactCheck("exact", f"integers: |A+A| / |A-A| = {sums}/{diffs} = {float(ratio):.15g}, counted exactly "
+                               "(the verifier has no tolerance)", float(ratio))

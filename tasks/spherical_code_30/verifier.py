@@ -3,7 +3,8 @@ pairwise angle (AlphaResearch, appendix D.1); the checks are in tasks/families/s
 
 from pathlib import Path
 
-from tasks.base import Verdict
+from tasks.base import ExactCheck, Verdict
+from tasks.families.spherical_code.exact import check_code
 from tasks.families.spherical_code.verify import DUPLICATE_TOL, MIN_NORM, best_known, usage, verify_code  # noqa: F401 - for tests
 
 N = 30
@@ -13,3 +14,7 @@ USAGE = usage(N)
 
 def verify(returned) -> Verdict:
     return verify_code(returned, N, BEST_KNOWN)
+
+
+def check_exact(returned) -> ExactCheck:
+    return check_code(returned, N)

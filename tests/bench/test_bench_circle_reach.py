@@ -1,5 +1,6 @@
-"""scripts/bench/bench_circle_reach.py (train/warm_start/reach.py): the literal rewriting, the two structural rewrites' scores (checked
-against sums computed here with numpy/scipy, not through the script), and the search's bookkeeping."""
+"""scripts/bench/bench_circle_reach.py (scripts/bench/benchlib/reach.py): the literal rewriting, the two structural
+rewrites' scores (checked against sums computed here with numpy/scipy, not through the script), and the search's
+bookkeeping."""
 
 import re
 import subprocess
@@ -8,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from benchlib import reach
 from scipy.optimize import linprog
 
 from rewards import Evaluator
 from tasks import load_task
-from train.warm_start import reach
 from train.warm_start.data import _numbers
 
 ROOT = Path(__file__).resolve().parents[2]

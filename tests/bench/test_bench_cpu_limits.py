@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from benchlib import flops as bench
 
-from train.learner import flops as bench
 from train.learner.models import load_policy
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from train.commands.scale_plan import mfu, model_flops
+from benchlib.flops import mfu, model_flops
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "bench" / "bench_trainer_gpu.py"

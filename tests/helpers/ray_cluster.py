@@ -162,7 +162,7 @@ class LoopbackCluster:
             try:
                 if self.cpus() == n:
                     return
-            except Exception:  # noqa: BLE001 - not up yet
+            except Exception:  # not up yet
                 pass
             dead = [node for node in self.nodes if node.proc.poll() is not None]
             if dead or time.monotonic() > deadline:

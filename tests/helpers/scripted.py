@@ -25,13 +25,16 @@ def metrics(run):
 
 
 class ScriptedEngine(HFEngine):
-    """Answers every prompt with the same four known completions, so outcomes are exact."""
+    """Answers every prompt with the same four known completions, so outcomes are exact. The edits apply to
+    TASK's starter (a subclass names another task)."""
+
+    TASK = "circle_packing_26"
 
     def __init__(self, model, tokenizer, batch_size=0, progress=False):
         super().__init__(model, tokenizer, batch_size, progress)
         from tasks import load_task
 
-        first = next(line for line in load_task("circle_packing_26").initial_program.splitlines() if line.strip())
+        first = next(line for line in load_task(self.TASK).initial_program.splitlines() if line.strip())
         block = "<answer>\n<<<<<<< SEARCH\n{}\n=======\n{}\n>>>>>>> REPLACE\n</answer>"
         self.texts = [
             block.format(first, first + "\nimport math"),  # a harmless edit: same reward as the parent

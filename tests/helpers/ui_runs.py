@@ -2,7 +2,8 @@
 real Archive writer: a circle-packing starter, two epochs of GRPO groups (G = 3), a crossover child, an
 invalid child, an infra-lost child, and one child whose program, completion and feedback are hostile.
 Like the loop (train/loop/epoch_loop.py record_advantages, rewards/evaluator.py keep_artefacts) it records
-each child's advantage and each valid program's artefact; ``recorded=False`` writes an older run without them."""
+each child's advantage, each valid program's artefact and the record candidates' exact checks; ``recorded=False``
+writes an older run without them."""
 
 import json
 import sqlite3
@@ -21,6 +22,8 @@ CONFIG = {"task": {"name": "circle_packing_26", "timeout_s": 20.0}, "trainer": {
           "norm_adv_by_std": True}, "rollout": {"n_ancestors": 2, "group_size": 3},
           "population": {"size": 3, "knn_k": 2}, "run": {"name": "uirun", "seed": 0}}
 
+
+LOOSE = "circles 3 and 7 overlap by 9e-10"  # what the exact check of a within-tolerance best says
 
 # 26 circles of radius 1/12 on a 6 x 5 grid: what a valid program returns (render.py draws it).
 ARTEFACT = json.dumps({"centers": [[(i % 6 + 0.5) / 6, (i // 6 + 0.5) / 5] for i in range(26)], "radii": [1 / 12] * 26})
@@ -54,15 +57,19 @@ def build_ui_run(run: Path, epochs_logged: int = 2, recorded: bool = True) -> di
     (run / "config.yaml").write_text(yaml.safe_dump(CONFIG))
     ids = {}
     art = dict(artefact=ARTEFACT) if recorded else {}
+    # the exact checks the loop records for record candidates (the starter, each new best): the best holds only
+    # within the tolerance, the earlier best exactly (train/loop/records.py)
+    loose = dict(exact=dict(status="tolerance_only", detail=LOOSE, value=None)) if recorded else {}
+    holds = dict(exact=dict(status="exact", detail="every constraint holds exactly", value=1.85)) if recorded else {}
     with Archive(run / "archive.sqlite") as arch:
-        (ids["root"],) = arch.add_many([_row(None, 0, INITIAL, 1.8365, True, None, completion=None, **art)])
-        first = [_row(ids["root"], 1, INITIAL.replace("0.3 *", "0.31 *"), 1.85, True, "e1-p0-g0", **art),
+        (ids["root"],) = arch.add_many([_row(None, 0, INITIAL, 1.8365, True, None, completion=None, **art, **loose)])
+        first = [_row(ids["root"], 1, INITIAL.replace("0.3 *", "0.31 *"), 1.85, True, "e1-p0-g0", **art, **holds),
                  _row(ids["root"], 1, HOSTILE, 0.0, False, "e1-p0-g1", completion="<answer>" + HOSTILE + "</answer>",
                       feedback="failed: " + HOSTILE),
                  _row(ids["root"], 1, INITIAL.replace("0.45 *", "0.44 *"), 1.80, True, "e1-p0-g2", **art)]
         a, b, c = arch.add_many(_record(first, [1.85, 0.0, 1.80]) if recorded else first)
         ids.update(a=a, hostile=b, c=c)
-        group = [_row(a, 2, INITIAL.replace("0.3 *", "0.32 *"), 1.9, True, "e2-p0-g0", **art),
+        group = [_row(a, 2, INITIAL.replace("0.3 *", "0.32 *"), 1.9, True, "e2-p0-g0", **art, **loose),
                  _row(a, 2, INITIAL, 0.0, False, "e2-p0-g1", feedback="Edit did not apply", metrics={"edit_failed": 1.0}),
                  _row(a, 2, INITIAL, 0.0, False, "e2-p0-g2", metrics={"infra_error": "worker lost"})]
         cross = [_row(c, 2, INITIAL.replace("0.45 *", "0.43 *"), 1.7, True, "e2-p1-g0", second_parent_id=a,
@@ -77,7 +84,7 @@ def build_ui_run(run: Path, epochs_logged: int = 2, recorded: bool = True) -> di
     if not recorded:  # an archive from before the advantage and artefact columns
         db = sqlite3.connect(run / "archive.sqlite")
         for table in ("solutions", "discarded_solutions"):
-            for column in ("advantage", "advantage_inputs", "artefact"):
+            for column in ("advantage", "advantage_inputs", "artefact", "exact"):
                 db.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
         db.commit()
         db.close()

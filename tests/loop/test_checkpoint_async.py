@@ -16,7 +16,8 @@ import torch
 from tests.helpers.env import child_env
 from tests.helpers.learner import StubEvolution, make_learner, samples
 from train.learner.distributed import DistInfo
-from train.loop.checkpoint import checkpoint_dirs, latest_checkpoint, load_checkpoint, save_checkpoint
+from train.loop.checkpoint import load_checkpoint, save_checkpoint
+from train.loop.run_dir import checkpoint_dirs, latest_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 

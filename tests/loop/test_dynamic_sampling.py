@@ -120,7 +120,7 @@ def planted(monkeypatch):
 
 def _children(run):
     with ReadOnlyArchive(run / "archive.sqlite") as arch:
-        return [arch.get(i) for i in arch.all_ids()[1:]]
+        return [arch.get(s[0]) for s in arch.scores()[1:]]
 
 
 def test_a_batch_with_planted_flat_groups_is_refilled_to_b_groups_with_spread(tmp_path, planted):

@@ -31,9 +31,9 @@ def test_quickstart_loop_writes_a_complete_run_directory(tmp_path):
         assert all(r[key] is not None for r in rows), key
     with Archive(run / "archive.sqlite") as arch:
         assert arch.count() == 1 + 2 * 2 * 2  # the seed + epochs * B * G children
-        root = arch.get(int(arch.all_ids()[0]))
+        root = arch.get(arch.scores()[0][0])
         assert root.parent_id is None and root.valid and root.reward > 0
-        for sid in arch.all_ids()[1:]:
+        for sid, *_ in arch.scores()[1:]:
             child = arch.get(int(sid))
             assert child.parent_id is not None and child.epoch in (1, 2) and child.feedback
         assert arch.get_population()[0] == 2
@@ -100,7 +100,7 @@ def test_children_are_evaluated_and_kept_with_lineage(tmp_path, overlap, monkeyp
     if overlap:
         assert OverlappingScriptedEngine.overlapped == [True]
     with Archive(run / "archive.sqlite") as arch:
-        ids = [int(i) for i in arch.all_ids()]
+        ids = [s[0] for s in arch.scores()]
         root = arch.get(ids[0])
         children = [arch.get(i) for i in ids[1:]]
     assert len(children) == 8
@@ -182,7 +182,7 @@ def test_torchrun_two_ranks(tmp_path, strategy):
     from population.archive import ReadOnlyArchive
 
     with ReadOnlyArchive(tmp_path / "dist" / "archive.sqlite") as arch:  # both ranks' advantages, archived by rank 0
-        kids = [arch.get(i) for i in arch.all_ids()[1:]]
+        kids = [arch.get(s[0]) for s in arch.scores()[1:]]
     assert len(kids) == 2 * 2 * 2 and all(k.advantage_inputs is not None and k.advantage_inputs["tokens"] > 0 for k in kids)
     for prompt in {k.prompt_id.rsplit("-g", 1)[0] for k in kids}:
         group = [k for k in kids if k.prompt_id.startswith(prompt + "-g")]
@@ -195,7 +195,7 @@ def test_torchrun_two_ranks(tmp_path, strategy):
 
     from train.learner.export import export_checkpoint
     from train.learner.models import load_policy
-    from train.loop.checkpoint import latest_checkpoint
+    from train.loop.run_dir import latest_checkpoint
 
     exported = {}
     for shard in (tmp_path / "dist" / "export").glob("*.safetensors"):
@@ -265,7 +265,7 @@ def test_without_a_population_every_prompt_is_the_starter(tmp_path, trainer):
 
     run = run_scripted(tmp_path, "population.enabled=false", f"trainer.enabled={trainer}", "run.export=false")
     with Archive(run / "archive.sqlite") as arch:
-        ids = [int(i) for i in arch.all_ids()]
+        ids = [s[0] for s in arch.scores()]
         children = [arch.get(i) for i in ids[1:]]
         assert len(children) == 2 * 2 * 4 and any(c.valid for c in children)
         assert {c.parent_id for c in children} == {ids[0]}
@@ -275,7 +275,7 @@ def test_without_a_population_every_prompt_is_the_starter(tmp_path, trainer):
 
 @pytest.mark.slow
 def test_a_wall_time_budget_stops_after_the_epoch_that_reaches_it(tmp_path, capsys):
-    from train.loop.checkpoint import latest_checkpoint
+    from train.loop.run_dir import latest_checkpoint
 
     run = run_helix(tmp_path, "trainer.epochs=3", "run.time_budget_s=0.001", "run.export=false", "trainer.enabled=false")
     assert [r["epoch"] for r in metrics(run)] == [1]
@@ -306,7 +306,7 @@ def test_every_selection_strategy_runs_in_the_loop(tmp_path, strategy):
                        "trainer.enabled=false")
     with Archive(run / "archive.sqlite") as arch:
         epoch, ids = arch.get_population()
-        tags = arch.population_tags(epoch)
+        tags = [t for (t,) in arch.db.execute("SELECT tag FROM populations WHERE epoch = ? ORDER BY position", (epoch,))]
         assert epoch == 2 and 1 <= len(ids) <= 4
         if strategy == "islands":
             assert sorted(set(tags)) == [0, 1]
@@ -322,7 +322,7 @@ def test_invalid_programs_can_be_kept_out_of_selection(tmp_path):
     with Archive(run / "archive.sqlite") as arch:
         _, ids = arch.get_population()
         assert ids and all(arch.get(i).valid for i in ids)
-        assert any(not arch.get(int(i)).valid for i in arch.all_ids())  # the crashing children are still archived
+        assert any(not valid for *_, valid in arch.scores())  # the crashing children are still archived
 
 
 @pytest.mark.slow  # end to end through a subprocess (5-9 s): kept out of the -m 'not slow' tier
@@ -341,7 +341,7 @@ def test_the_loop_records_advantages_and_artefacts_for_the_reading_room(tmp_path
     run = run_scripted(tmp_path, "trainer.epochs=1", "run.export=false")
     task = load_task("circle_packing_26")
     with ReadOnlyArchive(run / "archive.sqlite") as arch:
-        children = [arch.get(i) for i in arch.all_ids()[1:]]
+        children = [arch.get(s[0]) for s in arch.scores()[1:]]
         assert len(children) == 2 * 4
         for p in (0, 1):
             group = [c for c in children if c.prompt_id.startswith(f"e1-p{p}-g")]

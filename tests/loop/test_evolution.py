@@ -44,7 +44,8 @@ def test_selection_never_picks_an_invalid_program_and_records_the_population(tmp
         assert ids[3] not in evo.population["id"].tolist()  # the failing program
         assert set(evo.population["id"].tolist()) <= {root, ids[0], ids[4]}
     assert evo.archive.get_population(1) == (1, evo.population["id"].tolist())
-    assert evo.archive.population_tags(1) == evo.population["tag"].tolist()
+    tags = evo.archive.db.execute("SELECT tag FROM populations WHERE epoch = 1 ORDER BY position").fetchall()
+    assert [t for (t,) in tags] == evo.population["tag"].tolist()
     evo_all = make(tmp_path / "b", "selection.include_invalid=true")
     root = int(evo_all.pool["id"][0])
     evo_all.add_children(children(root, evo_all.task.initial_program))

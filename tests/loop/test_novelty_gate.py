@@ -398,8 +398,8 @@ def test_the_loop_holds_back_near_repeats_counts_them_and_shows_them(tmp_path, c
     assert [r["embedded"] for r in rows] == [2, 1]  # by the gate only: the index reused its embeddings
     assert [r["n_programs"] for r in rows] == [2, 0]
     with Archive(run / "archive.sqlite") as arch:
-        root = arch.get(int(arch.all_ids()[0]))  # the starter
-        kids = [arch.get(int(i)) for i in arch.all_ids() if int(i) != root.id]
+        root = arch.get(arch.scores()[0][0])  # the starter
+        kids = [arch.get(s[0]) for s in arch.scores() if s[0] != root.id]
     harmless = [s for s in kids if "import math" in s.code]
     crash = [s for s in kids if "boom" in s.code]
     assert len(harmless) == len(crash) == 4

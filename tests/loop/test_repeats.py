@@ -119,7 +119,7 @@ def test_the_loop_counts_a_program_written_again_in_a_later_epoch(tmp_path, caps
     rows = metrics(run)
     assert [r["repeat_frac"] for r in rows] == [0.0, 0.5]  # 2 + 2 of 8 children per epoch
     with Archive(run / "archive.sqlite") as arch:
-        harmless = [arch.get(int(i)) for i in arch.all_ids() if "import math" in arch.get(int(i)).code]
+        harmless = [arch.get(s[0]) for s in arch.scores() if "import math" in arch.get(s[0]).code]
     first, again = [s for s in harmless if s.epoch == 1], [s for s in harmless if s.epoch == 2]
     assert len(first) == len(again) == 2 and all(s.valid and s.reward > 1.8 for s in first)
     assert all("repeat" not in s.metrics for s in first) and all(s.metrics["repeat"] == 1.0 for s in again)

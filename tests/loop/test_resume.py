@@ -15,7 +15,8 @@ import pytest
 
 from tests.helpers.env import child_env
 from train.helix import main
-from train.loop.checkpoint import checkpoint_dirs, latest_checkpoint, rng_state, set_rng_state
+from train.loop.checkpoint import rng_state, set_rng_state
+from train.loop.run_dir import checkpoint_dirs, latest_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 # One thread: multi-threaded CPU reductions may split sums differently between processes, and

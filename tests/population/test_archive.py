@@ -85,7 +85,7 @@ def test_lineage_queries_on_a_hand_built_tree(tmp_path):
         assert arch.count() == 6
         assert arch.rewards([c, b, c]).tolist() == [3.0, 0.0, 3.0]
         assert arch.rewards([]).shape == (0,)
-        assert arch.all_ids().tolist() == [root, a, b, c, e, d] and arch.all_ids().dtype == np.int64
+        assert [s[0] for s in arch.scores()] == [root, a, b, c, e, d]
         with pytest.raises(KeyError, match="4242"):
             arch.rewards([root, 4242])
 
@@ -105,17 +105,19 @@ def test_populations_per_epoch(tmp_path):
         assert arch.get_population() == (2, [ids[2], ids[0], ids[3]])
         assert arch.get_population(0) == (0, [ids[0]]) and arch.get_population(1) == (1, [ids[3], ids[1]])
         assert arch.get_population(5) == (5, [])
-        assert arch.population_tags(2) == [1, 0, 1] and arch.population_tags(0) == [-1]
+        assert _tags(arch, 2) == [1, 0, 1] and _tags(arch, 0) == [-1]  # each slot's tag, stored for the run's record
 
 
-def test_embeddings_hash_cache_and_meta(tmp_path):
+def _tags(arch, epoch: int) -> list[int]:
+    return [t for (t,) in arch.db.execute("SELECT tag FROM populations WHERE epoch = ? ORDER BY position", (epoch,))]
+
+
+def test_embeddings_and_their_hash_cache(tmp_path):
     path = tmp_path / "a.sqlite"
     emb = np.random.default_rng(0).normal(size=(3, 384)).astype(np.float32)
     with Archive(path) as arch:
         ids = arch.add_many([row(code=f"x = {i}") for i in range(4)])
         arch.put_embeddings(ids[:3], emb, ["h0", "h1", "h2"])
-        arch.set_meta("epoch", "1")
-        arch.set_meta("epoch", "2")
         with pytest.raises(KeyError, match="999"):  # the whole update is rolled back
             arch.put_embeddings([ids[3], 999], emb[:2], ["h3", "h9"])
         with pytest.raises(ValueError, match="2 ids"):
@@ -129,7 +131,6 @@ def test_embeddings_hash_cache_and_meta(tmp_path):
         with pytest.raises(KeyError, match="no stored embedding"):
             arch.get_embeddings([ids[3]])
         assert arch.program_ids().tolist() == ids[:3]
-        assert arch.get_meta("epoch") == "2" and arch.get_meta("missing") is None
 
 
 # ---- crash safety ---------------------------------------------------------------------------
@@ -254,3 +255,28 @@ def test_advantage_and_artefact_round_trip_and_an_older_archive_is_migrated(tmp_
         assert arch.rewind(ids[1], 0) == 1  # the new row moves aside whole
         cols = {t: [r[1] for r in arch.db.execute(f"PRAGMA table_info({t})")] for t in ("solutions", "discarded_solutions")}
         assert cols["solutions"] == cols["discarded_solutions"] and cols["solutions"][-3:] == ["advantage", "advantage_inputs", "artefact"]
+
+
+def test_exact_checks_round_trip_best_exact_and_an_older_archive_reads_as_not_checked(tmp_path):
+    """A record candidate's exact check is kept with it; best_exact is the best whose check said exact (the
+    best reward may hold only within tolerance); an archive from before the column reads as not checked."""
+    from population.archive import ReadOnlyArchive
+
+    path = tmp_path / "a.sqlite"
+    fails = {"detail": "circles 16 and 22 overlap by 9e-10", "status": "tolerance_only", "value": None}  # status not first
+    holds = {"status": "exact", "detail": "every constraint holds", "value": 2.5}
+    with Archive(path) as arch:
+        ids = arch.add_many([row(reward=2.5, exact=holds), row(reward=2.6, exact=fails), row(reward=2.55),
+                             row(reward=2.5, exact=holds), row(reward=3.0, valid=False, exact=holds)])
+        assert [arch.get(i).exact for i in ids[:3]] == [holds, fails, None]
+        assert arch.best().id == ids[1] and arch.best_exact().id == ids[0]  # earliest of the two exact 2.5s
+    db = sqlite3.connect(path)
+    for table in ("solutions", "discarded_solutions"):
+        db.execute(f"ALTER TABLE {table} DROP COLUMN exact")
+    db.commit()
+    db.close()
+    with ReadOnlyArchive(path) as arch:
+        assert arch.get(ids[0]).exact is None and arch.best_exact() is None and arch.best().id == ids[1]
+    with Archive(path) as arch:  # a writer migrates: old rows not checked, new ones kept
+        (new,) = arch.add_many([row(reward=2.7, exact=holds)])
+        assert arch.get(ids[0]).exact is None and arch.best_exact().id == new

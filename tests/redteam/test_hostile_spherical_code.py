@@ -36,9 +36,9 @@ def count_unchecked(monkeypatch):
     """The weakened verifier: any number of points is taken for the 30 asked for."""
     real = spherical_code._points
 
-    def any_count(returned, n):
+    def any_count(returned, n, usage_text):
         points = returned["points"] if isinstance(returned, dict) else returned
-        return real(returned, len(points))
+        return real(returned, len(points), usage_text)
 
     monkeypatch.setattr(spherical_code, "_points", any_count)
 

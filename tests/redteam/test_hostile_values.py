@@ -4,7 +4,8 @@ Every task's verifier is run, through ``Task.verify`` (the path the evaluator ta
 values planted in a real artefact: its starter's own result, taken once through the real sandbox
 (harness and all), so each hostile value sits where the verifier looks. Whatever the artefact
 holds, no exception escapes, nothing is printed (no numpy warning, nothing on stderr), and the
-verdict is invalid or has a finite reward, with finite float metrics only. The guard in
+verdict is invalid or has a finite reward, with finite float metrics only; where the verifier accepts
+the value, the task's exact check (issue 53) runs on it too, in one line, without a warning. The guard in
 ``Task.verify`` is also shown to bite on a verifier that lets overflow, NaN and inf out."""
 
 import dataclasses
@@ -27,7 +28,8 @@ from tests.helpers.hostile_verdicts import with_warnings
 # The families whose verifiers this red team owns: they must handle every hostile value themselves
 # (one line of feedback, no "could not check the result"), not only through the guard.
 OWN = ("circle_packing_26", "circle_packing_26_disk", "circle_packing_32", "circle_packing_rect_21", "spherical_code_30",
-       "eggholder", "mishra_bird", "keane_bump_10", "keane_bump_20", "keane_bump_30", "boston_housing")
+       "eggholder", "mishra_bird", "keane_bump_10", "keane_bump_20", "keane_bump_30", "boston_housing",
+       "first_autocorrelation", "erdos_minimum_overlap", "heilbronn_triangle_11", "kissing_number_11")
 
 
 @cache
@@ -35,6 +37,8 @@ def starter_artefact(name: str):
     """What the task's verifier receives for its starter: the JSON the sandbox returned."""
     task = load_task(name)
     driven = {"driver": task.driver} if task.driver is not None else {}  # bin packing: the items stay out here
+    if task.form == "search":  # the first call of a run: no construction yet, no time to search
+        driven["search"] = (None, 0.0, 0)
     run = run_program(task.initial_program, task.run_entry, max(task.timeout_s, 60), task.memory_mb,
                       harness=task.harness, files=task.data_files, **driven)
     assert run.status == "ok", (name, run.status, run.error)
@@ -70,6 +74,10 @@ def test_hostile_values_get_a_clear_verdict_never_an_overflow(name, capfd):
         verdict, caught = with_warnings(lambda: task.verify(artefact))
         problems += problems_with(task, label, verdict, caught)
         count += 1
+        if verdict.valid:  # a record candidate: its exact check must run on whatever the verifier accepted
+            check, caught = with_warnings(lambda: task.check_exact(artefact))
+            if caught or check.detail.startswith("the exact check could not run") or "\n" in check.detail:
+                problems.append(f"{label}: exact check {check} (warnings: {[str(w.message) for w in caught]})")
     out, err = capfd.readouterr()
     assert not problems, f"{len(problems)} problem(s) in {count} hostile artefacts: " + "\n".join(problems[:12])
     assert (out, err) == ("", ""), f"the verifier printed: {(out + err)[:500]}"

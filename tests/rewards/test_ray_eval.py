@@ -4,6 +4,7 @@ local pool's; a worker SIGKILLed mid-evaluation loses no child and mis-scores no
 
 import contextlib
 import http.server
+import json
 import os
 import re
 import signal
@@ -264,7 +265,7 @@ def test_the_loop_on_ray_archives_exactly_what_the_local_loop_does(ray_cluster, 
                          f"run.name={backend}", "trainer.epochs=2", *extra]) == 0
             with Archive(tmp_path / backend / "archive.sqlite") as arch:
                 runs[backend] = [(s.parent_id, s.code, s.reward, s.valid, s.feedback, s.epoch)
-                                 for s in (arch.get(int(i)) for i in arch.all_ids())]
+                                 for s in (arch.get(row[0]) for row in arch.scores())]
     finally:
         del ENGINES["scripted"]
     assert len(runs["local"]) == 1 + 2 * 2 * 4 and runs["ray"] == runs["local"]
@@ -332,3 +333,27 @@ def test_a_cluster_without_cpus_for_programs_is_a_clear_error():
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     assert "RayUnreachable: the Ray cluster at this machine has no CPUs for programs" in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_search_form_call_runs_on_ray_as_it_does_locally(ray_cluster, tmp_path, monkeypatch):
+    """The construction, budget and seed travel to the worker with the program (plain JSON data), the sandbox
+    there hands them in and takes the reports back; the verdicts equal the local pool's (docs/search_form.md)."""
+    from tests.helpers import search_task
+
+    search_task.install(tmp_path, monkeypatch)
+    task = load_task(search_task.NAME)
+    given = {"x": [0.3] * 8}
+    hang = "import time\ndef improve(c, b, s):\n    report({'x': [0.45] * 8})\n    time.sleep(60)\n"
+    nan = "def improve(c, b, s):\n    return {'x': [float('nan')] * 8}\n"
+    programs = [task.initial_program, task.initial_program, hang, nan]
+    calls = dict(constructions=[None, given, given, given], seeds=[0, 7, 7, 7])
+    local = Evaluator(task, workers=2, timeout_s=3.0, budget_s=0.5).evaluate_many(programs, **calls)
+    remote = Evaluator(task, timeout_s=3.0, budget_s=0.5, runner=make_runner("ray", task, ray_cluster))
+    got = remote.evaluate_many(programs, **calls)
+    assert [e.status for e in got] == ["ok", "ok", "ok", "bad_output"] and [e.from_report for e in got] == [0, 0, 1, 0]
+    assert got[1].construction == json.dumps(search_task.replay(given, 7), separators=(",", ":"))
+    for a, b in zip(local, got):
+        assert (a.reward, a.valid, a.status, a.construction, a.metrics, a.from_report) == \
+            (b.reward, b.valid, b.status, b.construction, b.metrics, b.from_report)
+        assert a.feedback.rsplit("\n", 1)[0] == b.feedback.rsplit("\n", 1)[0]  # less the timing line

@@ -336,7 +336,7 @@ def _archive(run: Path) -> list[tuple]:
     from population.archive import Archive
 
     with Archive(run / "archive.sqlite") as arch:
-        return [(s.parent_id, s.code, s.reward, s.valid, s.feedback, s.epoch) for s in (arch.get(int(i)) for i in arch.all_ids())]
+        return [(s.parent_id, s.code, s.reward, s.valid, s.feedback, s.epoch) for s in (arch.get(row[0]) for row in arch.scores())]
 
 
 def test_a_lost_head_is_a_helix_error_and_the_run_resumes_exactly_on_a_new_cluster(tmp_path, capsys):

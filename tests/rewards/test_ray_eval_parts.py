@@ -22,8 +22,7 @@ from rewards.ray_eval import ClusterLost
 from rewards.ray_gcs import RayUnreachable, handshake
 from rewards.ray_worker import package_digest
 from tasks.base import Verdict
-from train.commands.ray_precheck import ray_address
-from train.loop.checkpoint import stop_line
+from train.loop.run_dir import stop_line
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -154,23 +153,42 @@ def test_the_stop_line_names_the_epoch_the_checkpoint_and_the_resume_command(tmp
         f"({run / 'checkpoints' / 'epoch-000002'}); resume with: python train/helix.py --resume {run}")
 
 
-def test_the_early_check_reads_the_address_as_load_config_composes_it(tmp_path):
+def test_the_early_check_reads_the_address_as_load_config_composes_it(tmp_path, monkeypatch):
+    """The start's Ray handshake (train.api.start.check, before torch) takes task.ray_address from the loaded
+    config: its base chain, its overrides, a resumed run's own config.yaml. No second reader of the YAML."""
+    from types import SimpleNamespace
+
+    import rewards.ray_eval as ray_eval
+    import train.commands.task_check as task_check
+    from train.api import start
+    from train.config.config import dump_config, load_config
+
+    asked = []
+    monkeypatch.setattr(ray_eval, "check_reachable", asked.append)
+    monkeypatch.setattr(task_check, "check_task", lambda *args: SimpleNamespace(line=lambda: "task: ok"))
+
+    def address(config=None, overrides=(), resume=None):
+        asked.clear()
+        start.check(start.load(config, overrides, resume))
+        return asked
+
     quick = str(ROOT / "configs" / "quickstart.yaml")
-    assert ray_address(["--config", quick]) is None  # local backend
-    assert ray_address(["--config", quick, "task.eval_backend=ray"]) is None  # a private cluster: nothing to check
-    assert ray_address(["--config", quick, "task.eval_backend=ray", "task.ray_address=10.0.0.5:6379"]) == "10.0.0.5:6379"
-    assert ray_address([f"--config={quick}", "task.ray_address='h:1'", "task.eval_backend=ray"]) == "h:1"
+    assert address(quick) == []  # the local backend: no handshake
+    assert address(quick, ["task.eval_backend=ray"]) == [""]  # a private cluster: the handshake has nothing to reach
+    assert address(quick, ["task.eval_backend=ray", "task.ray_address=10.0.0.5:6379"]) == ["10.0.0.5:6379"]
+    assert address(quick, ["task.ray_address='h:1'", "task.eval_backend=ray"]) == ["h:1"]
     base = tmp_path / "base.yaml"
     base.write_text("base: " + quick + "\ntask:\n  eval_backend: ray\n  ray_address: head:6379\n")
     child = tmp_path / "child.yaml"
     child.write_text("base: base.yaml\ntask:\n  timeout_s: 5\n")
-    assert ray_address(["--config", str(child)]) == "head:6379"
-    assert ray_address(["--config", str(child), "task.eval_backend=local"]) is None
+    assert address(str(child)) == ["head:6379"]
+    assert address(str(child), ["task.eval_backend=local"]) == []
     run = tmp_path / "run"
     (run / "checkpoints" / "epoch-000001").mkdir(parents=True)
-    (run / "config.yaml").write_text("task:\n  eval_backend: ray\n  ray_address: old:1\n")
-    assert ray_address(["--resume", str(run)]) == "old:1"
-    assert ray_address(["--resume", str(run / "checkpoints" / "epoch-000001"), "task.ray_address=new:2"]) == "new:2"
+    (run / "checkpoints" / "epoch-000001" / "state.json").write_text("{}")
+    dump_config(load_config(quick, ["task.eval_backend=ray", "task.ray_address=old:1"]), run / "config.yaml")
+    assert address(resume=run) == ["old:1"]
+    assert address(resume=run / "checkpoints" / "epoch-000001", overrides=["task.ray_address=new:2"]) == ["new:2"]
 
 
 @pytest.mark.slow  # end to end through a subprocess (5-9 s): kept out of the -m 'not slow' tier

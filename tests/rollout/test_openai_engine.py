@@ -229,7 +229,7 @@ def test_an_evo_only_run_evaluates_the_servers_edits(server, tmp_path, monkeypat
     assert yaml.safe_load((run / "config.yaml").read_text())["rollout"]["openai"]["model"] == "my-model"  # the served one
     assert server.gets == ["/v1/models"] and all(body["stream"] for _, body in server.requests)
     with Archive(run / "archive.sqlite") as arch:
-        ids = [int(i) for i in arch.all_ids()]
+        ids = [s[0] for s in arch.scores()]
         root, children = arch.get(ids[0]), [arch.get(i) for i in ids[1:]]
     assert len(children) == 4 and len(server.requests) == 2  # B = 2 prompts, n = G = 2 each
     assert sorted(c.valid for c in children) == [False, False, True, True]

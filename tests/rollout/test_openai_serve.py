@@ -124,7 +124,7 @@ def test_a_served_export_drives_an_evo_only_run(tokenizer, tmp_path, monkeypatch
     assert not (run / "export").exists()
     assert yaml.safe_load((run / "config.yaml").read_text())["rollout"]["openai"]["model"] == served[0]
     with Archive(run / "archive.sqlite") as arch:
-        ids = [int(i) for i in arch.all_ids()]
+        ids = [s[0] for s in arch.scores()]
         root, children = arch.get(ids[0]), [arch.get(i) for i in ids[1:]]
     assert len(children) == 4  # G = 2 completions for each of the B = 2 prompts
     assert all(c.parent_id == root.id and c.completion for c in children)

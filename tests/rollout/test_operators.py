@@ -293,14 +293,14 @@ def test_a_scripted_policy_drives_every_operator_through_the_loop(tmp_path):
     finally:
         del ENGINES["operators"]
     with Archive(run / "archive.sqlite") as arch:
-        children = [arch.get(int(i)) for i in arch.all_ids()[1:]]
+        children = [arch.get(s[0]) for s in arch.scores()[1:]]
         seen = {c.operator for c in children}
         assert seen == {"edit", "rewrite", "crossover", "best_shot"}, seen
         for c in children:
             usable = c.prompt_id.endswith("g0")
             if c.operator == "crossover":
                 assert c.second_parent_id is not None and c.second_parent_id != c.parent_id
-                assert {c.parent_id, c.second_parent_id} <= {int(i) for i in arch.all_ids()}
+                assert {c.parent_id, c.second_parent_id} <= {s[0] for s in arch.scores()}
                 assert ("CROSSED = " in c.code) if usable else "Answer not used: The program in the answer does not parse" in c.feedback
             else:
                 assert c.second_parent_id is None

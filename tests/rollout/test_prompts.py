@@ -31,8 +31,8 @@ Problem, restated last: {description}
 {contract}"""
 
 
-def builder(tokenizer, budget=4096, n=2, template=None, timeout=60):
-    return PromptBuilder(tokenizer, "Pack 26 circles.", "run_packing", timeout, budget, n, template=template)
+def builder(tokenizer, budget=4096, n=2, template=None, timeout=60, form="construct"):
+    return PromptBuilder(tokenizer, "Pack 26 circles.", "run_packing", timeout, budget, n, template=template, form=form)
 
 
 def user_message(text):
@@ -192,3 +192,23 @@ def test_budget_never_silently_exceeded_for_a_long_program(tokenizer, template):
 def test_impossible_budget_is_a_clear_error(tokenizer):
     with pytest.raises(ValueError, match="max_prompt_tokens"):
         builder(tokenizer, budget=64).build(PARENT, [])
+
+
+def test_a_search_form_contract_says_the_last_report_counts(tokenizer):
+    """A search-form program keeps what it reported before the limit (docs/search_form.md): the contract's
+    last sentence says so for every operator that prompts, and every other word stays the constructor's."""
+    from rollout.operators import make_operator
+
+    b = builder(tokenizer, form="search")
+    search_tail = ("Your program is stopped after 60 seconds; the last construction it passed to report() then counts "
+                   "(none reported: 0 reward).")
+    want = GOLDEN_CONTRACT.replace("If your program runs longer than 60 seconds it receives 0 reward.", search_tail)
+    assert b.build(PARENT, []).text == GOLDEN_HEAD + GOLDEN_CURRENT + "\n\n" + want + GOLDEN_TAIL
+    for name in ("rewrite", "crossover"):
+        op = make_operator(name, "run_packing")
+        construct, search = op.contract("run_packing", "60", [PARENT]), op.contract("run_packing", "60", [PARENT], "search")
+        assert construct.endswith("If your program runs longer than 60 seconds it receives 0 reward.")
+        assert search == construct.replace("If your program runs longer than 60 seconds it receives 0 reward.", search_tail)
+    shots = make_operator("best_shot", "run_packing").contract("run_packing", "60", [PARENT, MID], "search")
+    assert shots.endswith("The program is stopped after 60 seconds; the last construction it passed to report() then "
+                          "counts (none reported: 0 reward).")

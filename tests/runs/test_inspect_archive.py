@@ -31,6 +31,18 @@ def test_top_lists_by_reward(tmp_path, capsys):
     inspect_archive.main([str(path), "top", "-k", "2"])
     lines = capsys.readouterr().out.splitlines()
     assert [int(line.split()[0]) for line in lines[1:]] == [c, b]
+    assert [line.split()[5] for line in lines[1:]] == ["-", "-"]  # no exact check ran on these
+
+
+def test_top_shows_each_solutions_exact_check(tmp_path, capsys):
+    path = tmp_path / "a.sqlite"
+    row = dict(parent_id=None, epoch=0, code="x = 1", valid=True, feedback="ok")
+    with Archive(path) as arch:
+        arch.add_many([dict(row, reward=2.0, exact={"status": "tolerance_only", "detail": "circles 1 and 2 overlap"}),
+                       dict(row, reward=1.0, exact={"status": "exact", "detail": "holds"})])
+    inspect_archive.main([str(path), "top"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[5] == "exact" and [line.split()[5] for line in lines[1:]] == ["tolerance", "exact"]
 
 
 def test_lineage_shows_the_diffs_between_generations(tmp_path, capsys):

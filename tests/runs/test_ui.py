@@ -11,7 +11,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from population.archive import Archive, ReadOnlyArchive
-from tests.helpers.ui_runs import HOSTILE, build_ui_run
+from tests.helpers.ui_runs import HOSTILE, LOOSE, build_ui_run
 from train.runs import ablation, browse
 from train.runs import run_data as rd
 from train.runs.ui.server import create_app
@@ -383,6 +383,42 @@ def test_an_older_run_without_records_opens_and_says_what_is_missing(tmp_path):
     assert r.status_code == 404 and "predates recorded artefacts" in r.json()["error"]
     for path in ("/api/runs", "/api/overview", "/api/lineage", "/api/population", "/api/compare"):
         assert c.get(path).status_code == 200, path
+
+
+def test_exact_checks_and_the_held_out_figure_reach_every_reader(folder):
+    """The best (1.9) holds only within the tolerance, the earlier best (1.85) exactly: the overview, a solution,
+    the runs view, open_run and the report say so, and name the best that may be called a record. A held-out
+    figure stored at the end of a run appears beside the best's."""
+    from train.api import open_run
+    from train.runs.report import build_report
+
+    root, ids = folder
+    run = root / "uirun"
+    ov = browse.overview(run)
+    assert ov["best"] == dict(id=ids["d"], reward=1.9, epoch=2, exact=f"within tolerance only: {LOOSE}")
+    assert ov["best_exact"] == dict(id=ids["a"], reward=1.85, epoch=1) and ov["heldout"] is None
+    labels = {k: browse.solution(run, ids[k])["exact_label"] for k in ("root", "a", "c", "d")}
+    assert labels == {"root": f"within tolerance only: {LOOSE}", "a": "exact", "c": "not checked",
+                      "d": f"within tolerance only: {LOOSE}"}
+    assert browse.run_row(root, run)["best_exact"] == f"within tolerance only: {LOOSE}"
+    view = open_run(run)
+    assert view.best().exact == {"status": "tolerance_only", "detail": LOOSE, "value": None}
+    assert view.best_exact().id == ids["a"] and view.solution(ids["a"]).exact_label == "exact" and view.heldout() is None
+    header = build_report(run, draw=False).read_text()
+    assert f"within tolerance only: {LOOSE}" in header and "held-out reward" not in header
+    held = dict(solution_id=ids["d"], epoch=2, run_reward=1.9, reward=1.7, valid=True, status="ok", feedback="ok",
+                metrics={}, about="five fresh packings nobody saw")
+    with Archive(run / "archive.sqlite") as arch:
+        arch.set_meta("heldout", json.dumps(held))
+    assert browse.overview(run)["heldout"] == held and open_run(run).heldout() == held
+    assert "1.7 on five fresh packings nobody saw (the run&#x27;s own instances: 1.9)" in build_report(run, draw=False).read_text()
+
+
+def test_an_older_run_reads_as_not_checked(tmp_path):
+    build_ui_run(tmp_path / "old", recorded=False)
+    ov = browse.overview(tmp_path / "old")
+    assert ov["best"]["exact"] == "not checked" and ov["best_exact"] is None and ov["heldout"] is None
+    assert browse.solution(tmp_path / "old", 5)["exact"] is None
 
 
 IMPORTS = """

@@ -14,7 +14,7 @@ import pytest
 
 from population.archive import Archive
 from tests.helpers.env import ROOT, child_env
-from tests.helpers.ui_runs import build_ui_run
+from tests.helpers.ui_runs import LOOSE, build_ui_run
 
 CHROMIUM = os.environ.get("HELIX_CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -74,12 +74,15 @@ def test_every_view_in_chromium(server, page, tmp_path):
     row = page.locator("tr", has_text="uirun")
     assert "circle_packing_26" in row.inner_text() and "finished" in row.inner_text() and "1.90000" in row.inner_text()
     assert "0.7208" in row.inner_text()  # 1.9 / 2.6359830849 (best known)
+    assert f"within tolerance only: {LOOSE}" in row.inner_text()  # the best's exact check, beside its reward
     assert "unreadable" in page.locator("tr", has_text="broken").inner_text()  # one broken run hides no other
     assert page.locator("#runs tr").count() == 1 + 3
     page.screenshot(path=shots / "runs.png", full_page=True)
 
     _open(page, f"{base}/run?run=uirun")  # overview: header, three charts, the solutions table
     assert f"#{ids['d']}" in page.inner_text("#ovhead") and "1.900000000" in page.inner_text("#ovhead")
+    head = page.inner_text("#ovhead")  # the best holds only within the tolerance; the earlier best exactly
+    assert f"within tolerance only: {LOOSE}" in head and f"best that holds exactly\t#{ids['a']} reward 1.850000000" in head
     assert page.locator(".chart").count() == 4 and page.locator(".chart .uplot").count() == 4
     assert page.locator("#solutions tr").count() == 1 + 8
     page.screenshot(path=shots / "overview.png", full_page=True)
@@ -106,6 +109,7 @@ def test_every_view_in_chromium(server, page, tmp_path):
     _open(page, f"{base}/solution?run=uirun&id={ids['d']}")  # fields, group with advantages, prompt
     text = page.inner_text("main")
     assert "1.90000" in text and "oldest ancestor" in text and "e2-p0" in text
+    assert f"exact check\twithin tolerance only: {LOOSE}" in text
     adv = page.locator("#group tr").all_inner_texts()  # the advantages the run recorded, drawn with the page
     assert "0.7071" in adv[1] and "-0.7071" in adv[2] and "lost (infra)" in adv[3]
     assert "grpo, norm by std: true" in text

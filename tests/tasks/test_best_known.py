@@ -27,6 +27,18 @@ def test_the_table_lists_every_task_with_its_value():
         assert float(value) == load_task(name).best_known, name
 
 
+# What every best_known_source states (issue 53, item 1): the year of its source, and whether the value's
+# construction was run through the task's verifier here (or why it was not).
+CHECK_PHRASES = ("checked here", "not published", "not checkable here", "no construction shipped", "not a published value")
+
+
+@pytest.mark.parametrize("name", available_tasks())
+def test_every_best_known_source_gives_a_date_and_whether_it_was_checked_here(name):
+    source = load_task(name).best_known_source
+    assert re.search(r"\b20\d\d\b", source), f"{name}: no year in {source!r}"
+    assert any(phrase in source for phrase in CHECK_PHRASES), f"{name}: says nothing of a check: {source!r}"
+
+
 # ---- mstd_30: the exhaustive maximum -----------------------------------------------------------
 
 BEST_MSTD = [0, 1, 2, 4, 5, 9, 12, 13, 17, 20, 21, 22, 24, 25]  # 51 sums, 47 differences

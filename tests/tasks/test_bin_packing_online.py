@@ -365,7 +365,7 @@ def test_a_program_cannot_read_the_drivers_memory(starter_reward):
     # The control reads its own regions whatever their size: a long-lived pytest(-xdist) worker's heap passes the
     # cheat's 256 MB cap (the sandboxed cheat keeps it; its memory is small).
     own = {"REGION_CAP": 1 << 40}
-    exec(cheat(FROM_PROC_MEM, pids=["self"]), own)  # noqa: S102 (our own test code, run here on purpose)
+    exec(cheat(FROM_PROC_MEM, pids=["self"]), own)  # our own test code, run here on purpose
     found = own["find_future"]([float(x) for x in sizes[:K]], len(sizes) - K, 150.0)
     assert found == [float(x) for x in sizes[K:]], "the scanner cannot find the items in the evaluator's memory"
     code = cheat(FROM_PROC_MEM, pids=[])

@@ -283,7 +283,7 @@ def test_the_snooping_program_does_find_data_it_may_read():
     """The control: run on this process's own memory, the same scan finds what follows (its ptrace
     part is not run here: as root it would stop every process it attaches to)."""
     namespace = {}
-    exec(SNOOP, namespace)  # noqa: S102 (our own test code)
+    exec(SNOOP, namespace)  # our own test code
     held = array("q", SECRET)
     follows, opened = namespace["scan"](held.tobytes()[:16], ["self"])
     assert SECRET[2] in follows and opened == ["self"]

@@ -220,7 +220,8 @@ def test_alphaevolve_construction_is_valid_with_its_published_sum():
     assert verdict.valid, verdict.feedback
     want = math.fsum(packing["radii"])
     assert want == pytest.approx(2.3658322, abs=1e-7)  # AlphaEvolve: 2.3658; the human record is 2.364
-    assert verdict.reward == pytest.approx(want, abs=1e-14) and verdict.reward >= RECT.best_known
+    # the first paper's packing; AlphaEvolve V2's (tests/tasks/references/) sets best_known 1.5e-7 higher
+    assert verdict.reward == pytest.approx(want, abs=1e-14) and RECT.best_known - 2e-7 < verdict.reward < RECT.best_known
     assert verdict.metrics["perimeter"] == pytest.approx(4.0, abs=1e-12)
 
 

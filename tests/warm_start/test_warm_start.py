@@ -12,6 +12,8 @@ import torch
 from rollout.edits import child_program
 from rollout.operators import make_operator
 from tasks import load_task
+from train.config.config import load_config, warm_start_inputs
+from train.loop.task_tools import tools_for
 from train.warm_start.data import Mutation, _line_mutation, _numbers, answer_for, combine, mutate
 
 TASKS = ["circle_packing_26", "keane_bump_10", "symreg_chemistry", "eggholder"]
@@ -190,8 +192,9 @@ def test_the_key_names_the_tasks_as_resolved_not_as_written(tmp_path):
 def test_mixed_operator_examples_show_each_operators_prompt_and_answer(tmp_path, tokenizer):
     from train.warm_start.build import make_examples
 
-    inputs = _inputs(tmp_path, {"edit": 0.5, "rewrite": 0.25, "crossover": 0.25}, parents=4, answers_per_parent=2)
-    examples, stats = make_examples(inputs, tokenizer, np.random.default_rng(0), say=lambda _: None)
+    cfg = _config(tmp_path, {"edit": 0.5, "rewrite": 0.25, "crossover": 0.25}, parents=4, answers_per_parent=2)
+    examples, stats = make_examples(warm_start_inputs(cfg), tools_for(cfg, tokenizer), np.random.default_rng(0),
+                                    say=lambda _: None)
     by_parent = {}
     for e in examples:
         by_parent.setdefault(e.parent, []).append(e)
@@ -212,12 +215,12 @@ def test_mixed_operator_examples_show_each_operators_prompt_and_answer(tmp_path,
 def test_cached_prompt_loss_equals_the_plain_answer_nll(tiny_model):
     import contextlib
 
-    from train.warm_start.build import Example, accumulate_prompt
+    from train.learner.supervised import Answer, accumulate_prompt
 
     rng = np.random.default_rng(0)
     prompt = rng.integers(100, 5000, 53).tolist()
     answers = [rng.integers(100, 5000, n).tolist() + [2] for n in (9, 4, 15)]
-    examples = [Example("t", 0, prompt, "", a) for a in answers]
+    examples = [Answer(prompt, a, 0) for a in answers]
     tiny_model.eval()
     tiny_model.zero_grad(set_to_none=True)
     got = accumulate_prompt(tiny_model, examples, 2, len(examples), contextlib.nullcontext())  # one pass, backward done
@@ -240,12 +243,12 @@ def test_answers_in_passes_give_the_one_pass_loss_and_gradient(tiny_model, per_p
     passes' positions and fail this."""
     import contextlib
 
-    from train.warm_start.build import Example, accumulate_prompt
+    from train.learner.supervised import Answer, accumulate_prompt
 
     rng = np.random.default_rng(1)
     prompt = rng.integers(100, 5000, 41).tolist()
     answers = [rng.integers(100, 5000, n).tolist() + [2] for n in (9, 4, 15, 7, 11)]
-    examples = [Example("t", 0, prompt, "", a) for a in answers]
+    examples = [Answer(prompt, a, 0) for a in answers]
     tiny_model.eval()
     tiny_model.zero_grad(set_to_none=True)
     whole = accumulate_prompt(tiny_model, examples, 2, len(examples), contextlib.nullcontext())  # one pass
@@ -262,27 +265,32 @@ def test_answers_in_passes_give_the_one_pass_loss_and_gradient(tiny_model, per_p
 
 def _inputs(tmp_path, operators: dict | None = None, **ws):
     """The warm start's inputs as a run with these settings gathers them."""
-    from train.config.config import load_config, warm_start_inputs
+    return warm_start_inputs(_config(tmp_path, operators, **ws))
 
+
+def _config(tmp_path, operators: dict | None = None, **ws):
+    """A run's config with a small warm start of tiny-random."""
     overrides = [f"model.cache_dir={tmp_path / 'cache'}", "model.policy=tiny-random", "warm_start.enabled=true",
                  "warm_start.parents=2", "warm_start.answers_per_parent=3", "warm_start.epochs=2", "warm_start.lr=1e-3",
                  "warm_start.dtype=float32", "rollout.max_prompt_tokens=2048", "rollout.description=brief", "task.eval_workers=2"]
     overrides += [f"warm_start.{k}={v}" for k, v in ws.items()]
     overrides += [f"evolution.operators={json.dumps(operators)}"] if operators else []
-    return warm_start_inputs(load_config(None, overrides))
+    return load_config(None, overrides)
 
 
 @pytest.mark.slow
 def test_a_warm_start_is_built_once_cached_and_keyed_by_its_recipe(tmp_path, monkeypatch):
-    from train.warm_start import build
+    from train.learner import supervised
+    from train.learner.models import load_tokenizer
     from train.warm_start.build import ensure_warm_start, policy_source, warm_start_dir
 
     def not_here(*args, **kwargs):
         raise AssertionError("the fine-tune must run in the build's child process, not in the run's")
 
-    monkeypatch.setattr(build, "train", not_here)  # the spawned child imports its own, unpatched
-    inputs = _inputs(tmp_path)
-    out = ensure_warm_start(inputs, progress=False)
+    monkeypatch.setattr(supervised, "fine_tune", not_here)  # the spawned child imports its own, unpatched
+    cfg = _config(tmp_path)
+    inputs, lend = warm_start_inputs(cfg), tools_for(cfg, load_tokenizer("tiny-random"))
+    out = ensure_warm_start(inputs, lend, progress=False)
     summary = json.loads((out / "warm_start.json").read_text())
     assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
     assert summary["parents"] == 2 and summary["examples"] == 6 and summary["tasks"] == ["circle_packing_26"]
@@ -290,11 +298,11 @@ def test_a_warm_start_is_built_once_cached_and_keyed_by_its_recipe(tmp_path, mon
     rows = [json.loads(line) for line in (out / "warm_start_data.jsonl").read_text().splitlines()]
     assert len(rows) == 6 and all("<<<<<<< SEARCH" in r["answer"] for r in rows)
     stamp = (out / "model.safetensors").stat().st_mtime_ns
-    assert policy_source(inputs) == str(out)
+    assert policy_source(inputs, lend) == str(out)
     assert (out / "model.safetensors").stat().st_mtime_ns == stamp  # found, not rebuilt
     assert warm_start_dir(_inputs(tmp_path, lr=2e-3)) != out  # another recipe is another model
     off = dataclasses.replace(inputs, recipe=dataclasses.replace(inputs.recipe, enabled=False))
-    assert policy_source(off) == "tiny-random"
+    assert policy_source(off, lend) == "tiny-random"
 
 
 class _NoRun:

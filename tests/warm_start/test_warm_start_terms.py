@@ -92,7 +92,7 @@ def test_grown_programs_grow_again_but_never_multiply_up(tmp_path, tokenizer, mo
     """Parents may hold grown terms and still get "Add a term" answers (so the policy sees a longer line
     grow), but a copied term is always one of the simplest: no target has a term of degree 3, which two
     growths of a grown term would give (and which is symreg_physics' law)."""
-    import rewards
+    import train.loop.task_tools as task_tools
     from rewards.evaluator import Evaluation
     from train.config.config import load_config, warm_start_inputs
     from train.warm_start.build import cache_key, make_examples
@@ -109,11 +109,15 @@ def test_grown_programs_grow_again_but_never_multiply_up(tmp_path, tokenizer, mo
         def evaluate_many(self, codes, progress=False):
             return [self.evaluate(c) for c in codes]
 
-    monkeypatch.setattr(rewards, "Evaluator", _AllValid)
-    cfg = warm_start_inputs(load_config(None, [f"model.cache_dir={tmp_path}", "model.policy=tiny-random", "warm_start.enabled=true",
+        def close(self):
+            pass
+
+    monkeypatch.setattr(task_tools, "Evaluator", _AllValid)  # the run's evaluator, as the warm start borrows it
+    run = load_config(None, [f"model.cache_dir={tmp_path}", "model.policy=tiny-random", "warm_start.enabled=true",
                              "task.name=symreg_physics", "warm_start.parents=8", "warm_start.answers_per_parent=6",
-                             "rollout.max_prompt_tokens=2048", "rollout.description=brief"]))
-    examples, _ = make_examples(cfg, tokenizer, np.random.default_rng(0), say=lambda _: None)
+                             "rollout.max_prompt_tokens=2048", "rollout.description=brief"])
+    cfg = warm_start_inputs(run)
+    examples, _ = make_examples(cfg, task_tools.tools_for(run, tokenizer), np.random.default_rng(0), say=lambda _: None)
     grown_term = re.compile(r"params\[\d\] \* x\[")  # "x[:, i] * params[k] * x[:, j]"
     grown_parent = {e.parent: bool(grown_term.search(tokenizer.decode(e.prompt_ids).split("## Current Program")[1]))
                     for e in examples}

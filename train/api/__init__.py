@@ -5,8 +5,9 @@
     result = helix.run("configs/quickstart.yaml", {"task.name": "spread_points_5", "trainer.epochs": 2})
     run = helix.open_run(result.path)
 
-``run`` does what ``train/helix.py`` does, with exceptions instead of exit codes; ``open_run`` reads a
-run folder through the run browser's data layer; ``write_task`` writes and checks a task folder.
+``run`` does what ``train/helix.py`` does (both take the start routine, ``train.api.start``), with exceptions
+instead of exit codes; ``open_run`` reads a run folder through the run browser's data layer; ``write_task``
+writes and checks a task folder.
 """
 
 from train.api.launch import RunResult, run

@@ -1,8 +1,7 @@
 """``run``: a HELIX run started from Python, exactly what ``train/helix.py`` runs.
 
-The same steps as the command line, in the same order: the config loaded and validated
-(train.config.config), the task checked (train.commands.task_check), the run executed
-(train.helix.execute: process group, warm start, the epochs, export), so a run started here and the
+The same start routine as the command line (train.api.start): the config loaded and validated, the task
+checked, the run executed (process group, warm start, the epochs, export), so a run started here and the
 same run started from a shell write the same run folder with the same results, seed for seed. What
 differs is how it ends: errors are exceptions with the command line's one-line messages
 (ConfigError, TaskCheckError, ...) instead of an exit code, and the result is an object.
@@ -10,14 +9,13 @@ differs is how it ends: errors are exceptions with the command line's one-line m
 
 from __future__ import annotations
 
-import argparse
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
 
+from train.api import start
 from train.api.reader import Run, SolutionView, open_run
 
 
@@ -62,19 +60,12 @@ def run(config: str | Path | None = None, overrides: Mapping[str, Any] | list[st
     (``run.progress=false``; the one-line log and the epoch table still print). A Ctrl-C (KeyboardInterrupt)
     finishes the checkpoint being written, prints how to resume, and is raised again:
     ``run(resume=path)`` continues it. Raises ConfigError / TaskCheckError with the command line's messages."""
-    from train.commands.task_check import check_task
-    from train.helix import _load, execute
-
     if (config is None) == (resume is None):
         raise ValueError("give exactly one of config (a new run) or resume (a run directory to continue)")
     extra = override_strings(overrides) + ([] if progress else ["run.progress=false"])
-    args = argparse.Namespace(config=None if config is None else str(config),
-                              resume=None if resume is None else str(resume), overrides=extra)
-    cfg, stem, checkpoint = _load(args)
-    checked = check_task(cfg.task.name, cfg.task.timeout_s, cfg.task.memory_mb)
-    if os.environ.get("RANK", "0") == "0":  # as the command line: rank 0 says it
-        print(f"[helix] {checked.line()}", flush=True)
-    path = execute(cfg, stem, checkpoint)
+    begun = start.load(config, extra, resume)
+    start.check(begun)
+    path = start.execute(begun)
     if path is None:  # not rank 0 under torchrun: rank 0 holds the run folder
         return None
     view = open_run(path)

@@ -37,6 +37,8 @@ class SolutionView:
     lineage: list[int]  # its ancestors' ids, nearest first, back to the starter (at most 50)
     prompt: dict = field(repr=False, default_factory=dict)  # what the prompt showed, where the run recorded it
     group: dict = field(repr=False, default_factory=dict)  # its GRPO group: siblings' rewards, advantages applied
+    exact: dict | None = None  # its exact check {status, detail, value} (record candidates only); None: none ran
+    exact_label: str = "not checked"  # how HELIX states it: "exact", "within tolerance only: ...", "unchecked: ..."
 
 
 class Run:
@@ -77,13 +79,26 @@ class Run:
         return SolutionView(s["id"], s["epoch"], s["reward"], s["valid"], s["code"], s["feedback"], s["metrics"],
                             s["operator"], tuple(p for p in (s["parent_id"], s["second_parent_id"]) if p is not None),
                             [c["id"] for c in s["children"]], s["n_children"], s["completion"], self.lineage(s["id"]),
-                            s["prompt"], s["group"])
+                            s["prompt"], s["group"], s["exact"], s["exact_label"])
 
     def best(self) -> SolutionView | None:
         """The best valid solution (None before the archive holds one)."""
         with ReadOnlyArchive(self.path / "archive.sqlite") as arch:
             best = arch.best()
         return None if best is None else self.solution(best.id)
+
+    def best_exact(self) -> SolutionView | None:
+        """The best solution whose exact check said "exact": the best that may be called a record (None: none)."""
+        with ReadOnlyArchive(self.path / "archive.sqlite") as arch:
+            best = arch.best_exact()
+        return None if best is None else self.solution(best.id)
+
+    def heldout(self) -> dict | None:
+        """The best program's score on its task's held-out instances (task.yaml ``heldout``), stored at the end of
+        the run: solution_id, reward, valid, status, feedback, about (what the instances are) and run_reward (its
+        reward on the run's own instances); None for a task without them or a run that has not finished."""
+        with ReadOnlyArchive(self.path / "archive.sqlite") as arch:
+            return rd.heldout(arch)
 
     def lineage(self, sid: int, n: int = 50) -> list[int]:
         """Ancestor ids of ``sid``, nearest first (at most ``n``)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from tasks.base import TASKS_DIR, Task
+from tasks.base import FORMS, TASKS_DIR, Task
 from tasks.scaffold import check_name
 
 
@@ -51,7 +51,7 @@ def _number(name: str, value, low: float, integer: bool = False) -> None:
 def write_task(name: str, *, description: str, starter: str, verifier: str | Path, best_known: float,
                best_known_source: str = "", entry_function: str = "solve", time_limit_s: float = 30.0,
                cpu_time_limit_s: float | None = None, memory_mb: int = 1024, brief: str | None = None,
-               objectives: list[dict] | None = None) -> Task:
+               objectives: list[dict] | None = None, form: str = "construct") -> Task:
     """Write tasks/NAME/, run the task check on it, and return the task (tasks.base.Task).
 
     ``description``: what the model reads (the objective, constraints, what ``entry_function`` returns).
@@ -60,8 +60,10 @@ def write_task(name: str, *, description: str, starter: str, verifier: str | Pat
     .py file, or an importable module's name. ``time_limit_s`` / ``cpu_time_limit_s``: what one program may
     run at paper and at CPU scale. ``brief``: the short description small models see (default: the
     description's first paragraph). ``objectives``: extra selection objectives from the verifier's
-    metrics (task.yaml ``objectives``, docs/population.md). Raises TaskArgumentError, ScaffoldError or
-    TaskCheckError, each one line; on a failed check the folder is removed."""
+    metrics (task.yaml ``objectives``, docs/population.md). ``form``: ``construct`` (``entry_function()``
+    builds an answer) or ``search`` (``entry_function(construction, budget_s, seed)`` improves the best one so
+    far; the check then runs the starter on None and twice on its own output, docs/search_form.md). Raises
+    TaskArgumentError, ScaffoldError or TaskCheckError, each one line; on a failed check the folder is removed."""
     from train.commands.task_check import check_task
 
     check_name(name)
@@ -70,6 +72,8 @@ def write_task(name: str, *, description: str, starter: str, verifier: str | Pat
             raise TaskArgumentError(f"{key} must be non-empty text")
     if not entry_function.isidentifier():
         raise TaskArgumentError(f"entry_function must be a Python identifier, got {entry_function!r}")
+    if form not in FORMS:
+        raise TaskArgumentError(f"form must be one of {', '.join(FORMS)}, got {form!r}")
     _number("best_known", best_known, -math.inf)
     _number("time_limit_s", time_limit_s, 1e-3)
     if cpu_time_limit_s is not None:
@@ -79,6 +83,8 @@ def write_task(name: str, *, description: str, starter: str, verifier: str | Pat
     brief = brief if brief is not None else description.strip().split("\n\n")[0]
     spec = {"name": name, "entry_function": entry_function, "timeout_s": time_limit_s, "memory_mb": memory_mb,
             "best_known": float(best_known), "best_known_source": best_known_source or f"given to write_task for {name}"}
+    if form != "construct":
+        spec["form"] = form
     if cpu_time_limit_s is not None:
         spec["cpu_timeout_s"] = cpu_time_limit_s
     if objectives:

@@ -12,10 +12,11 @@ overrides, given last so that they hold; its run directory's config.yaml is the 
 stopped by the same budget (children evaluated, or wall-clock seconds), so every variant gets the same number of
 evaluated programs. A variant that would not change the task's
 config (its setting is already the config's) repeats helix: it is skipped with a note, or refused when named in
---variants. Runs land in OUT/<variant>-s<seed>; a run finished with the same settings is not redone (from any
-checkout), so an interrupted ablation continues where it stopped. A finished run made with other settings is
-moved aside to OUT/<variant>-s<seed>.replaced-<k>, never deleted, and run again. The table (markdown + JSON)
-goes to OUT/ablation.md and OUT/ablation.json.
+--variants; so is one the task cannot run (iterate, the no-LLM baseline, needs a search-form task). Runs land in
+OUT/<variant>-s<seed>; a run finished with the same settings is not redone (from any checkout), so an
+interrupted ablation continues where it stopped. A finished run made with other settings is moved aside to
+OUT/<variant>-s<seed>.replaced-<k>, never deleted, and run again. The table (markdown + JSON) goes to
+OUT/ablation.md and OUT/ablation.json.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -72,6 +75,20 @@ def unchanged_by(config: Path, variants: list[str], overrides: list[str]) -> dic
     return same
 
 
+def inapplicable(config: Path, variants: list[str], overrides: list[str]) -> dict[str, str]:
+    """For each variant the config's task cannot run, why (train.config.config.check_form: the iterate baseline
+    needs a search-form task); checked on the task's folder now, not when the variant's turn comes."""
+    from train.config.config import ConfigError, check_form, load_config
+
+    why = {}
+    for variant in variants:
+        try:
+            check_form(load_config(config, overrides + variant_overrides(variant)))
+        except ConfigError as err:
+            why[variant] = str(err)
+    return why
+
+
 def settings(command: list[str]) -> list[str]:
     """What decides a recorded run (``train/helix.py`` and its arguments): the arguments, with a config inside the
     checkout named relative to it and without the output folder. A recorded command holds absolute paths, and a
@@ -84,6 +101,25 @@ def settings(command: list[str]) -> list[str]:
         if Path(args[i]).is_relative_to(root):
             args[i] = str(Path(args[i]).relative_to(root))
     return [a for a in args if not a.startswith("run.output_dir=")]
+
+
+def _run_measured(cmd: list[str], quiet: bool) -> tuple[int, str, int]:
+    """(exit code, stderr, peak resident set in kB) of one run: reaped with wait4, whose rusage gives the
+    largest resident set among the run's process and the ones it waited for (the sandboxed children)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL if quiet else None, stderr=subprocess.PIPE, text=True)
+    stderr: list[str] = []
+    reader = threading.Thread(target=lambda: stderr.append(proc.stderr.read()), daemon=True)
+    reader.start()
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    except BaseException:  # Ctrl-C: the run goes with us
+        proc.kill()
+        proc.wait()
+        raise
+    reader.join()
+    proc.stderr.close()
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+    return proc.returncode, "".join(stderr), int(usage.ru_maxrss)
 
 
 def run_one(config: Path, variant: str, seed: int, out: Path, budget: list[str], overrides: list[str],
@@ -106,11 +142,11 @@ def run_one(config: Path, variant: str, seed: int, out: Path, budget: list[str],
         shutil.rmtree(run_dir)
     print(f"[ablate] {variant} seed {seed}: {' '.join(cmd[1:])}", flush=True)
     start = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL if quiet else None, stderr=subprocess.PIPE, text=True)
+    returncode, stderr, peak_kb = _run_measured(cmd, quiet)
     wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise RuntimeError(f"{variant} seed {seed} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
-    result = run_result(run_dir, variant, seed, wall)
+    if returncode != 0:
+        raise RuntimeError(f"{variant} seed {seed} failed (exit {returncode}):\n{stderr[-3000:]}")
+    result = run_result(run_dir, variant, seed, wall, peak_kb)
     (run_dir / DONE).write_text(json.dumps({"command": cmd[1:], "result": asdict(result)}))
     return result
 
@@ -169,7 +205,12 @@ def chosen_variants(args: argparse.Namespace, config: Path, label: str) -> list[
         if args.variants:
             args.error(why)
         print(f"[ablate] skipping {why}", flush=True)
-    return [v for v in variants if v not in same]
+    cannot = inapplicable(config, [v for v in variants if v not in same], args.overrides)
+    for variant, why in cannot.items():
+        if args.variants:
+            args.error(f"variant {variant}: {why}")
+        print(f"[ablate] skipping variant {variant} on {label}: {why}", flush=True)
+    return [v for v in variants if v not in same and v not in cannot]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,7 @@ from pathlib import Path
 def main(argv: list[str] | None = None) -> int:
     from train.config.config import ConfigError, load_config, warm_start_inputs
     from train.learner.export import export_checkpoint
-    from train.loop.checkpoint import latest_checkpoint
+    from train.loop.run_dir import latest_checkpoint
     from train.warm_start.build import policy_source
 
     parser = argparse.ArgumentParser(prog="helix export", description=__doc__,

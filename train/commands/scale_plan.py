@@ -12,7 +12,7 @@ says which number came from where.
         --gen-tok-s-per-gpu 850 --train-tok-s-per-gpu 1670 --node-cores 112 --params 14.77e9 --disk-gb-s 2 \\
         --source gen-tok-s-per-gpu="scripts/bench/bench_rollout.py on the node, 2026-..." [section.key=value ...]
 
-Model (the pure functions below; tests/loop/test_plan_scale.py checks them by hand):
+Model (the pure functions below; tests/commands/test_plan_scale.py checks them by hand):
 - children per epoch = trainer.prompts_per_epoch x rollout.group_size.
 - generate = children x answer tokens / (GPUs x generation tokens/s per GPU): decode-bound,
   prompt prefill not counted (with prefix caching a group's prompt is prefilled once).
@@ -22,7 +22,7 @@ Model (the pure functions below; tests/loop/test_plan_scale.py checks them by ha
   the rollouts take more than one optimizer step, for pi_old) / 8; 1 for the paper configs.
 - evaluate = children x seconds per child / evaluator cores (mean durations), or
   children / (evaluations/s per core x cores) from a measured rate; the per-core rate is read
-  from BENCHMARKS.md's Sandbox table unless given. The worst case (every child runs to the task's
+  from the measured figures (BENCHMARKS.json's sandbox rows) unless given. The worst case (every child runs to the task's
   time limit) is printed beside it, also in whole waves of ``cores`` programs.
 - checkpoint = parameters x bytes per parameter / disk rate, every run.checkpoint_every epochs.
 - evaluator cores needed so that evaluation takes no longer than generation =
@@ -37,32 +37,15 @@ import argparse
 import json
 import math
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# The checkout (BENCHMARKS.md): as many folders up as this module is deep in train/.
-ROOT = Path(__file__).resolve().parents[__name__.count(".")]
+# The measured figures, beside BENCHMARKS.md in the checkout (as many folders up as this module is deep in train/).
+MEASURED = Path(__file__).resolve().parents[__name__.count(".")] / "BENCHMARKS.json"
 
 # ---------------------------------------------------------------------------------------------
 # Pure arithmetic (no printing, no config): what the tests check.
 # ---------------------------------------------------------------------------------------------
-
-
-# The GRPO step's model FLOPs (PaLM-style), the unit of train_passes; scripts/bench/bench_trainer_gpu.py's MFU.
-FLOPS_FORMULA = "(6 + 2 if reference else 6) * N_params(all, tied once) * tokens(prompt+response, all ranks)"
-
-
-def model_flops(n_params: int, tokens: int, with_reference: bool = True) -> float:
-    """Model FLOPs of one GRPO step: 6N per token for policy forward + backward, 2N for the reference forward."""
-    return (6 + (2 if with_reference else 0)) * n_params * tokens
-
-
-def mfu(n_params: int, tokens: int, seconds: float, peak_tflops: float | None, with_reference: bool = True):
-    """Achieved model FLOP/s over the peak; None without a peak."""
-    if not peak_tflops:
-        return None
-    return model_flops(n_params, tokens, with_reference) / seconds / (peak_tflops * 1e12)
 
 
 def _ceil(x: float) -> int:
@@ -152,23 +135,22 @@ def params_from_hf_config(cfg: dict) -> int:
     return layers * per_layer + embeddings + h
 
 
-def parse_sandbox_rate(text: str, program: str) -> tuple[float, str]:
-    """Evaluations/s per core from BENCHMARKS.md's "## Sandbox" table: the row of ``program`` with
-    the most workers (every core busy, as in the pool), its sandbox evals/s over its workers."""
-    section = re.search(r"^## Sandbox\b.*?(?=^## |\Z)", text, flags=re.M | re.S)
-    if not section:
-        raise ValueError("no '## Sandbox' section")
-    rows = []
-    for line in section.group(0).splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if line.startswith("|") and len(cells) >= 3 and cells[0] == program and cells[1].isdigit():
-            rows.append((int(cells[1]), float(cells[2])))
+def sandbox_rate(measured: dict, program: str, source: str = "BENCHMARKS.json") -> tuple[float, str]:
+    """Evaluations/s per core from the measured figures' sandbox rows (BENCHMARKS.json, which
+    ``scripts/bench/bench_sandbox.py --record`` writes): the row of ``program`` with the most workers (every
+    core busy, as in the pool), its sandbox evals/s over its workers. ``source`` names the file in the answer."""
+    sandbox = measured.get("sandbox") if isinstance(measured, dict) else None
+    if not isinstance(sandbox, dict) or not isinstance(sandbox.get("rows"), list):
+        raise ValueError("no sandbox rates (a 'sandbox' entry with 'rows')")
+    try:
+        rows = [(int(r["workers"]), float(r["sandbox_evals_per_s"])) for r in sandbox["rows"] if r.get("program") == program]
+    except (AttributeError, KeyError, TypeError) as exc:
+        raise ValueError(f"a sandbox row without its program, workers or sandbox_evals_per_s ({exc!r})") from None
     if not rows:
-        raise ValueError(f"no row for '{program}' in the Sandbox table")
+        raise ValueError(f"no row for '{program}' among the sandbox rates")
     workers, rate = max(rows)
-    heading = section.group(0).splitlines()[0].lstrip("# ").strip()
-    return rate / workers, (f"BENCHMARKS.md '{heading}', row '{program}' with {workers} workers: "
-                            f"{rate:g} sandbox evals/s / {workers} workers")
+    return rate / workers, (f"{source} sandbox ({sandbox.get('date', 'undated')}, {sandbox.get('machine', '?')}), "
+                            f"row '{program}' with {workers} workers: {rate:g} sandbox evals/s / {workers} workers")
 
 
 @dataclass
@@ -283,7 +265,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--gen-tok-s-per-gpu", type=float, help="REQUIRED: generation (decode) tokens/s per GPU")
     ap.add_argument("--train-tok-s-per-gpu", type=float, help="REQUIRED: train-step tokens/s per GPU (prompt + answer)")
     ap.add_argument("--evals-per-s-per-core", type=float,
-                    help="sandbox evaluations/s per core (default: BENCHMARKS.md's Sandbox table, row '<task> starter')")
+                    help="sandbox evaluations/s per core (default: the measured sandbox rates, row '<task> starter')")
     ap.add_argument("--eval-s-per-child", type=float,
                     help="mean seconds a child program runs; overrides --evals-per-s-per-core")
     ap.add_argument("--gpus", type=int, help="GPUs on the node (default 8)")
@@ -294,8 +276,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--params", type=float, help="policy parameters, e.g. 14.77e9 (default: model.policy's config.json)")
     ap.add_argument("--ckpt-bytes-per-param", type=float, help="default: from trainer.strategy, model.dtype, trainer.bf16")
     ap.add_argument("--disk-gb-s", type=float, help="checkpoint write rate in GB/s (without it: no checkpoint phase)")
-    ap.add_argument("--benchmarks", default=str(ROOT / "BENCHMARKS.md"), help="where the sandbox rate is read")
-    ap.add_argument("--sandbox-row", help="program row of the Sandbox table (default: '<task.name> starter')")
+    ap.add_argument("--measured", default=str(MEASURED), help="the measured figures (JSON) the sandbox rate is read from")
+    ap.add_argument("--sandbox-row", help="program row of the sandbox rates (default: '<task.name> starter')")
     ap.add_argument("--source", action="append", default=[], metavar="NAME=TEXT",
                     help=f"where an input came from, printed beside it; NAME is one of: {', '.join(INPUT_NAMES)}")
     args = ap.parse_args(argv)
@@ -303,7 +285,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         if getattr(args, name) is None:
             flag = "--" + name.replace("_", "-")
             ap.error(f"missing {flag}: {MEASURE[flag[2:]]}. There is no default: it is a GPU rate this script cannot "
-                     "read from BENCHMARKS.md (no GPU row there yet).")
+                     "read from the measured figures (no GPU row there yet).")
     for name in ("gen_tok_s_per_gpu", "train_tok_s_per_gpu", "evals_per_s_per_core", "eval_s_per_child", "gpus",
                  "eval_cores", "node_cores", "params", "disk_gb_s"):
         value = getattr(args, name)
@@ -350,7 +332,7 @@ def _model_inputs(args: argparse.Namespace, cfg) -> tuple[list[tuple[str, str, s
 
 
 def _evaluator_inputs(args: argparse.Namespace, cfg) -> tuple[list[tuple[str, str, str]], float | None, int]:
-    """A child's evaluation (given, or the sandbox rate read from BENCHMARKS.md) and the evaluator cores."""
+    """A child's evaluation (given, or the measured sandbox rate) and the evaluator cores."""
     inputs, evals_rate = [], args.evals_per_s_per_core
     if args.eval_s_per_child is not None:
         inputs.append(("eval-s-per-child", f"{args.eval_s_per_child:g}", _source(args, "eval-s-per-child")))
@@ -359,10 +341,10 @@ def _evaluator_inputs(args: argparse.Namespace, cfg) -> tuple[list[tuple[str, st
     else:
         row = args.sandbox_row or f"{cfg.task.name} starter"
         try:
-            evals_rate, how = parse_sandbox_rate(Path(args.benchmarks).read_text(), row)
-        except (OSError, ValueError) as exc:
+            evals_rate, how = sandbox_rate(json.loads(Path(args.measured).read_text()), row, Path(args.measured).name)
+        except (OSError, ValueError) as exc:  # json's errors are ValueErrors
             args.error(f"missing --evals-per-s-per-core (or --eval-s-per-child): could not read it from "
-                       f"{args.benchmarks} ({exc}); measure it with scripts/bench/bench_sandbox.py")
+                       f"{args.measured} ({exc}); measure it with scripts/bench/bench_sandbox.py --record")
         inputs.append(("evals-per-s-per-core", f"{evals_rate:.4g}", _source(args, "evals-per-s-per-core", f"measured: {how} "
                        "(the starter program; LLM-written children may run far longer)")))
     node_cores = args.node_cores or os.cpu_count() or 1

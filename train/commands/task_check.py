@@ -10,7 +10,13 @@ model has loaded (or, worse, a run that trains on rewards that are all zero). In
 1. ``task.yaml`` against its schema, the files, the starter's entry function (``load_task``);
 2. ``verifier.py`` imports (a syntax error or a failing import names its file and line);
 3. the starter runs once in the sandbox and its own verifier scores it valid, with a reward above
-   0 and not above ``best_known`` (reaching it only with ``starter_reaches_best_known``).
+   0 and not above ``best_known`` (reaching it only with ``starter_reaches_best_known``); the
+   verifier's ``check_exact``, where it has one, runs on the starter's result without raising and
+   returns an ``ExactCheck`` (in a run a broken check is only "unchecked", so it would go unseen). A
+   search-form starter (task.yaml ``form: search``) runs three times, None -> c0 -> c1 -> c2, each
+   call on the construction the one before returned and with a short budget (1 s), and each result
+   must pass the same checks (only c0 is held to the best_known rule for starters); the line says
+   what the three scored, and whether a later call made the construction worse.
 
 Every failure is one line naming the file and the problem (exit code 2); where the verifier raised,
 the line names the verifier's own file and line, and ``--verbose`` adds the traceback. Nothing is
@@ -21,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+import math
 import os
 import sys
 import time
@@ -42,13 +50,23 @@ class TaskCheckError(Exception):
 @dataclass(frozen=True)
 class CheckResult:
     task: Task
-    reward: float
+    reward: float  # the starter's (a search-form starter's first call, from None)
     seconds: float
+    again: tuple[float, ...] = ()  # search form: the rewards of the starter's calls on its own output
+    budget_s: float | None = None  # search form: the budget each call was given
 
     def line(self) -> str:
         t = self.task
-        return (f"task {t.name}: ok (task.yaml, verifier, {t.entry_function}(); the starter scores {self.reward:.6g}, "
-                f"valid, best_known {t.best_known:.6g}; {self.seconds:.1f} s)")
+        if t.form != "search":
+            return (f"task {t.name}: ok (task.yaml, verifier, {t.entry_function}(); the starter scores {self.reward:.6g}, "
+                    f"valid, best_known {t.best_known:.6g}; {self.seconds:.1f} s)")
+        steps = [self.reward, *self.again]
+        worse = any(b < a for a, b in zip(steps, steps[1:]))
+        return (f"task {t.name}: ok (search form: task.yaml, verifier, {t.entry_function}(construction, budget_s, seed); "
+                f"the starter scores {self.reward:.6g} from None, then {' and '.join(f'{r:.6g}' for r in self.again)} "
+                f"on its own output, each valid, with a {self.budget_s:g} s budget"
+                + ("; it made its construction worse, where a search keeps what improves" if worse else "")
+                + f"; best_known {t.best_known:.6g}; {self.seconds:.1f} s)")
 
 
 def _shown(path: str | Path) -> str:
@@ -100,12 +118,15 @@ def _last_line(text: str) -> str:
 
 def check_task(name: str, timeout_s: float | None = None, memory_mb: int | None = None) -> CheckResult:
     """Raise TaskCheckError (one line) for the first problem, or return the starter's score.
-    ``timeout_s`` / ``memory_mb``: the run's limits (task.timeout_s, task.memory_mb), else the task's."""
+    ``timeout_s`` / ``memory_mb``: the run's limits (task.timeout_s, task.memory_mb), else the task's.
+    A search-form starter is run three times, each on what the call before returned (None, then its own
+    output twice), with a short budget (search_channel.CHECK_BUDGET_S): each must come back verified."""
     from rewards import Evaluator
+    from rewards.search_channel import CHECK_BUDGET_S, search_budget
 
     start = time.perf_counter()
     task = _load(name)
-    folder, starter = task.folder, _shown(task.folder / "initial_program.py")
+    folder = task.folder
     raised: list[BaseException] = []
     inner = task._verify
 
@@ -116,30 +137,68 @@ def check_task(name: str, timeout_s: float | None = None, memory_mb: int | None 
             raised.append(exc)
             return invalid("the verifier raised")  # replaced by the one line below
 
-    checked = dataclasses.replace(task, _verify=verify)
-    evaluator = Evaluator(checked, workers=1, timeout_s=timeout_s, memory_mb=memory_mb)
+    exact_raised: list[BaseException] = []
+    inner_exact = task._check_exact
+
+    def check_exact(returned):  # likewise for the exact check, which Task.check_exact turns into "unchecked"
+        try:
+            return inner_exact(returned)
+        except Exception as exc:
+            exact_raised.append(exc)
+            raise
+
+    checked = dataclasses.replace(task, _verify=verify, _check_exact=check_exact if inner_exact else None)
+    budget = None
+    if task.form == "search":
+        budget = min(CHECK_BUDGET_S, search_budget(timeout_s if timeout_s is not None else task.timeout_s))
+    evaluator = Evaluator(checked, workers=1, timeout_s=timeout_s, memory_mb=memory_mb, exact_from=-math.inf,
+                          budget_s=budget)
+    rewards, construction = [], None
     try:
-        result = evaluator.evaluate(task.initial_program)
-    except Exception as exc:  # Task.verify raises for a verifier bug (e.g. not returning a Verdict)
-        raise _raised(exc, "verify()", folder / "verifier.py") from None
+        for call in range(3 if task.form == "search" else 1):
+            what = "the starter" if call == 0 else f"the starter on its own output (call {call + 1} of 3)"
+            of = "the starter's result" if call == 0 else f"the result of {what}"
+            try:
+                if task.form == "search":
+                    result = evaluator.evaluate(task.initial_program, construction, seed=call)
+                else:
+                    result = evaluator.evaluate(task.initial_program)
+            except Exception as exc:  # Task.verify raises for a verifier bug (e.g. not returning a Verdict)
+                raise _raised(exc, "verify()", folder / "verifier.py") from None
+            if raised:
+                raise _raised(raised[0], f"verify() on {of}", folder / "verifier.py")
+            if exact_raised:
+                raise _raised(exact_raised[0], f"check_exact() on {of}", folder / "verifier.py")
+            if result.exact and result.exact["detail"].startswith("the exact check returned"):
+                raise TaskCheckError(f"{_shown(folder / 'verifier.py')}: check_exact() on {of}: {result.exact['detail']}")
+            _judge(task, result, what, evaluator.timeout_s, first=call == 0)
+            rewards.append(result.reward)
+            construction = json.loads(result.construction) if result.construction is not None else None
     finally:
         evaluator.close()
-    if raised:
-        raise _raised(raised[0], "verify() on the starter's result", folder / "verifier.py")
+    return CheckResult(task, rewards[0], time.perf_counter() - start, tuple(rewards[1:]), budget)
+
+
+def _judge(task: Task, result, what: str, limit_s: float, first: bool) -> None:
+    """TaskCheckError unless ``result`` (of ``what``) is valid, above 0 and not above best_known (the first
+    call: below it, or at it with starter_reaches_best_known)."""
+    folder, starter = task.folder, _shown(task.folder / "initial_program.py")
     if result.status not in ("ok", "invalid"):
-        limit = f" (limit {evaluator.timeout_s:g} s)" if result.status == "timeout" else ""
-        raise TaskCheckError(f"{starter}: the starter does not run in the sandbox: {result.status}{limit}: "
+        limit = f" (limit {limit_s:g} s)" if result.status == "timeout" else ""
+        raise TaskCheckError(f"{starter}: {what} does not run in the sandbox: {result.status}{limit}: "
                              f"{_last_line(result.feedback)}", result.feedback)
     if not result.valid:
-        raise TaskCheckError(f"{starter}: the starter fails its own verifier: {_last_line(result.feedback)}", result.feedback)
+        raise TaskCheckError(f"{starter}: {what} fails its own verifier: {_last_line(result.feedback)}", result.feedback)
     reward, best = result.reward, task.best_known
     if reward <= 0:
-        raise TaskCheckError(f"{starter}: the starter scores {reward:.6g}: a starter must score above 0 (with every "
+        raise TaskCheckError(f"{starter}: {what} scores {reward:.6g}: a starter must score above 0 (with every "
                              "reward 0, GRPO and selection have nothing to tell apart)", result.feedback)
     yaml_path = _shown(folder / "task.yaml")
     if task.improves(reward, best):
-        raise TaskCheckError(f"{yaml_path}: the starter scores {reward:.10g}, above best_known {best:.10g}: best_known "
+        raise TaskCheckError(f"{yaml_path}: {what} scores {reward:.10g}, above best_known {best:.10g}: best_known "
                              "is wrong or its unit differs from the reward's", result.feedback)
+    if not first:
+        return
     reaches = not reward < best - task.improvement_tolerance * abs(best)
     if reaches and not task.starter_reaches_best_known:
         raise TaskCheckError(f"{yaml_path}: the starter already scores best_known ({best:.10g}); if that is intended, "
@@ -147,7 +206,6 @@ def check_task(name: str, timeout_s: float | None = None, memory_mb: int | None 
     if task.starter_reaches_best_known and not reaches:
         raise TaskCheckError(f"{yaml_path}: starter_reaches_best_known is set, but the starter scores {reward:.10g}, "
                              f"below best_known {best:.10g}", result.feedback)
-    return CheckResult(task, reward, time.perf_counter() - start)
 
 
 def main(argv: list[str] | None = None, prog: str = "helix check-task") -> int:

@@ -11,9 +11,10 @@ train.config.schema.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal, Optional, Union
 
 import yaml
 
@@ -21,11 +22,11 @@ from population.config import PopulationConfig, SelectionConfig
 from population.selection import SELECTION_STRATEGIES
 from rollout.config import EvolutionConfig, RolloutConfig
 from rollout.engines import ENGINES
-from rollout.operators import OPERATORS
-from tasks import available_tasks, own_timeout_s
+from rollout.operators import OPERATORS, uses_policy
+from tasks import available_tasks, own_timeout_s, task_form
 from tasks.config import TaskConfig
 from train.config.schema import ConfigError, build, check_bounds, merge, nearest, parse_override
-from train.learner.config import ModelConfig, TrainerConfig
+from train.learner.config import GROUP_RELATIVE, ModelConfig, TrainerConfig
 from train.warm_start.config import WarmStartConfig, WarmStartInputs
 
 
@@ -56,6 +57,10 @@ class RunConfig:
     # children generated (edited and evaluated); 0: no limit
     max_evaluations: Annotated[int, ">= 0 (0: no limit)"] = 0
     time_budget_s: Annotated[float, ">= 0 (0: no limit)"] = 0.0  # wall-clock seconds; 0: no limit
+    # stop after the epoch in which a child reaches this reward (up to the task's improvement_tolerance) and its
+    # exact check holds (exact, or unchecked for a task that cannot be checked; never within tolerance only):
+    # a number, or best_known (the task's); checkpoint, export and resume as for the budgets. null: never
+    stop_at_reward: Optional[Union[float, Literal["best_known"]]] = None
     # epochs in a row with no applied edit or no GRPO reward spread before one warning with the likely
     # cause and fix (train/loop/no_learning.py); 0: never warn
     no_learning_epochs: Annotated[int, ">= 0 (0: never warn)"] = 2
@@ -84,17 +89,10 @@ def validate(cfg: HelixConfig, source: str = "<config>") -> HelixConfig:
     if not (all(w >= 0 for w in mix.values()) and sum(mix.values()) > 0):
         raise ConfigError(f"{source}: evolution.operators = {mix!r} must give every operator a weight >= 0, "
                           "and one a weight > 0")
-    registries = [("selection.strategy", SELECTION_STRATEGIES), ("rollout.engine", ENGINES), ("task.name", available_tasks())]
-    if cfg.trainer.enabled:  # verl's registries, so a typo fails now and not after the first epoch's rollouts
-        from train.learner.grpo import known_estimators, known_policy_losses  # deferred: imports verl, seconds
-
-        registries += [("trainer.adv_estimator", known_estimators()), ("trainer.policy_loss", known_policy_losses())]
-    for dotted, registry in registries:
-        section, key = dotted.split(".")
-        value = getattr(getattr(cfg, section), key)
-        if value not in registry:
-            raise ConfigError(f"{source}: {dotted} = {value!r} is not registered."
-                              f"{nearest(value, sorted(registry))} Valid: {sorted(registry)}")
+    if any(w > 0 and name in OPERATORS and not OPERATORS[name].needs_policy for name, w in mix.items()):
+        _check_iterate(cfg, source)
+    _check_registered(cfg, source, [("selection.strategy", SELECTION_STRATEGIES), ("rollout.engine", ENGINES),
+                                    ("task.name", available_tasks())])
     for name in cfg.evolution.operators:
         if name not in OPERATORS:
             raise ConfigError(f"{source}: evolution.operators names {name!r}, which is not registered."
@@ -107,10 +105,58 @@ def validate(cfg: HelixConfig, source: str = "<config>") -> HelixConfig:
                           f"(engines return raw logprobs); got {cfg.rollout.temperature}")
     if cfg.trainer.dynamic_sampling.enabled:
         _check_dynamic_sampling(cfg, source)
+    if isinstance(cfg.run.stop_at_reward, float) and not math.isfinite(cfg.run.stop_at_reward):
+        raise ConfigError(f"{source}: run.stop_at_reward = {cfg.run.stop_at_reward} must be a finite number, best_known "
+                          "or null")
     if cfg.selection.strategy == "islands" and cfg.population.size < cfg.selection.n_islands:
         raise ConfigError(f"{source}: population.size = {cfg.population.size} must be >= selection.n_islands = "
                           f"{cfg.selection.n_islands} (every island needs a slot)")
     return cfg
+
+
+def _check_iterate(cfg: HelixConfig, source: str) -> None:
+    """A mix of operators that ask the policy nothing (iterate, the no-LLM baseline) is the whole run: mixed
+    with operators the policy answers, its children would join GRPO groups without tokens. That it runs on a
+    search-form task is checked before the run starts (``check_form``), since it needs the task's folder."""
+    mix = {name: w for name, w in cfg.evolution.operators.items() if w > 0}
+    if len(mix) > 1:
+        raise ConfigError(f"{source}: evolution.operators = {cfg.evolution.operators!r}: iterate reruns the parent's "
+                          "program without the policy, so it is the only operator of a run (configs/ablations/iterate.yaml)")
+    if cfg.trainer.enabled:
+        raise ConfigError(f"{source}: evolution.operators = {cfg.evolution.operators!r} trains nothing (its children "
+                          "come from no completion): set trainer.enabled=false, as configs/ablations/iterate.yaml does")
+
+
+def check_form(cfg: HelixConfig) -> None:
+    """What the task's form (task.yaml ``form``) must agree with, checked before a run loads anything: the
+    iterate operator reruns a program on its parent's construction, which only a search-form task has (a
+    construct-form program run again builds the same answer again)."""
+    if not uses_policy(cfg.evolution.operators) and task_form(cfg.task.name) != "search":
+        raise ConfigError(f"evolution.operators = {cfg.evolution.operators!r} (the iterate baseline) reruns each "
+                          f"parent's program on the parent's construction, but {cfg.task.name} is a construct-form task "
+                          "(its program takes no construction, so a rerun builds the same answer); run it on a "
+                          "search-form task (task.yaml form: search, docs/search_form.md)")
+
+
+def check_learner_names(cfg: HelixConfig, source: str = "<config>") -> None:
+    """trainer.adv_estimator and trainer.policy_loss against verl's registries, which only importing verl (and
+    torch: seconds) can read. Not part of ``validate``, so loading a config imports no torch: a run's start
+    (train.api.start) checks them before the warm start and the first epoch's rollouts."""
+    if not cfg.trainer.enabled:
+        return
+    from train.learner.grpo import known_estimators, known_policy_losses
+
+    _check_registered(cfg, source, [("trainer.adv_estimator", known_estimators()),
+                                    ("trainer.policy_loss", known_policy_losses())])
+
+
+def _check_registered(cfg: HelixConfig, source: str, registries: list) -> None:
+    for dotted, registry in registries:
+        section, key = dotted.split(".")
+        value = getattr(getattr(cfg, section), key)
+        if value not in registry:
+            raise ConfigError(f"{source}: {dotted} = {value!r} is not registered."
+                              f"{nearest(value, sorted(registry))} Valid: {sorted(registry)}")
 
 
 def _check_dynamic_sampling(cfg: HelixConfig, source: str) -> None:
@@ -118,8 +164,6 @@ def _check_dynamic_sampling(cfg: HelixConfig, source: str) -> None:
     whose advantage is relative to the group (a batch-whitened one gives a tied group signal)."""
     if not cfg.trainer.enabled:
         raise ConfigError(f"{source}: trainer.dynamic_sampling.enabled needs trainer.enabled (EvoOnly trains on no group)")
-    from train.learner.grpo import GROUP_RELATIVE
-
     if cfg.trainer.adv_estimator not in GROUP_RELATIVE:
         raise ConfigError(f"{source}: trainer.dynamic_sampling drops groups whose advantages are all 0, which "
                           f"needs a group-relative trainer.adv_estimator ({', '.join(sorted(GROUP_RELATIVE))}); "
@@ -147,18 +191,19 @@ def _read_yaml(path: Path, chain: tuple[Path, ...] = ()) -> dict:
     return merge(_read_yaml(path.parent / base, chain + (path.resolve(),)), data, HelixConfig)
 
 
+def config_source(path: str | Path | None, overrides: list[str] = ()) -> str:
+    """How an error names a config: its file and the overrides on it."""
+    source = "<defaults>" if path is None else str(path)
+    return source + (f" (with overrides {' '.join(overrides)})" if overrides else "")
+
+
 def load_config(path: str | Path | None, overrides: list[str] = ()) -> HelixConfig:
-    """Load a YAML file (and its ``base`` chain), apply dotted overrides, and validate everything."""
-    data: dict = {}
-    source = "<defaults>"
-    if path is not None:
-        path = Path(path)
-        source = str(path)
-        data = _read_yaml(path)
+    """Load a YAML file (and its ``base`` chain), apply dotted overrides, and validate everything. Imports no
+    torch: verl's names (trainer.adv_estimator, trainer.policy_loss) are checked by ``check_learner_names``."""
+    data: dict = {} if path is None else _read_yaml(Path(path))
     for text in overrides:
         data = merge(data, parse_override(text), HelixConfig)
-    if overrides:
-        source += f" (with overrides {' '.join(overrides)})"
+    source = config_source(path, overrides)
     cfg = validate(build(HelixConfig, data, "", source), source)
     if cfg.task.timeout_s is None:  # the task's own limit, written into the run's config.yaml as resolved
         try:
@@ -179,8 +224,8 @@ def dump_config(cfg: HelixConfig, path: str | Path) -> None:
 
 def warm_start_inputs(cfg: HelixConfig) -> WarmStartInputs:
     """What the warm start reads, taken from the run's sections once: its recipe, the base model, the
-    tasks (``warm_start.tasks``, else the run's), and the prompt and sandbox settings the loop uses."""
+    tasks (``warm_start.tasks``, else the run's), and the prompt settings its cache key holds."""
     tasks = tuple(t.strip() for t in cfg.warm_start.tasks.split(",") if t.strip()) or (cfg.task.name,)
     return WarmStartInputs(cfg.warm_start, cfg.model.policy, cfg.model.cache_dir, tasks, dict(cfg.evolution.operators),
                            cfg.rollout.description, cfg.rollout.max_prompt_tokens, cfg.rollout.n_ancestors,
-                           cfg.task.timeout_s, cfg.task.memory_mb, cfg.task.eval_workers, cfg.run.release_memory_every_s)
+                           cfg.task.timeout_s, cfg.run.release_memory_every_s)

@@ -68,7 +68,17 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         if value is None and type(None) in args:
             return None
         inner = [a for a in args if a is not type(None)]
-        return _coerce(value, inner[0], where)
+        if len(inner) == 1:
+            return _coerce(value, inner[0], where)
+        for option in inner:  # a number or a keyword (run.stop_at_reward): the first that takes the value
+            try:
+                return _coerce(value, option, where)
+            except ConfigError:
+                continue
+        words = [str(w) for a in inner if typing.get_origin(a) is Literal for w in typing.get_args(a)]
+        hint = nearest(value, words) if isinstance(value, str) else ""
+        raise ConfigError(f"{where}: {value!r} is neither {' nor '.join(_said(a) for a in inner)}"
+                          + (" (nor null)" if type(None) in args else "") + f".{hint}")
     if origin is dict:
         key_tp, value_tp = typing.get_args(tp)
         if not isinstance(value, dict):
@@ -101,6 +111,13 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
             raise ConfigError(f"{where}: expected a string, got {type(value).__name__} {value!r}")
         return value
     raise TypeError(f"unsupported config annotation {tp!r} at {where}")
+
+
+def _said(tp: Any) -> str:
+    """A union member as an error names it: a number, an integer, one of ['best_known'], ..."""
+    if typing.get_origin(tp) is Literal:
+        return f"one of {list(typing.get_args(tp))}"
+    return {float: "a number", int: "an integer", bool: "true or false", str: "a string"}.get(tp, str(tp))
 
 
 def _moved(key: str, hints: dict, prefix: str) -> str | None:

@@ -7,6 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Literal, Optional
 
+ENTROPIC = "entropic_adaptive_beta"  # HELIX's own advantage estimator (train.learner.entropic)
+# Estimators whose advantage is the reward minus its own group's baseline: a tied group is exactly 0 there (what
+# trainer.dynamic_sampling drops); reinforce_plus_plus* whiten over the whole batch, where a tied group still
+# carries signal. Named here, not in train.learner.grpo, so checking a config imports no torch.
+GROUP_RELATIVE = frozenset({"grpo", "grpo_vectorized", "grpo_passk", "rloo", "rloo_vectorized", "opo", "gpg", ENTROPIC})
+
 
 @dataclass
 class ModelConfig:

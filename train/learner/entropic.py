@@ -27,7 +27,10 @@ import math
 
 import torch
 
-NAME = "entropic_adaptive_beta"
+from train.learner.config import ENTROPIC
+
+NAME = ENTROPIC  # named beside the config, which checks estimator names without torch
+
 TARGET_KL = math.log(2.0)  # delta in the reference implementation
 BETA_MAX = 2.0 ** 20  # the doubling stops at the first power of two >= 1e6, as in the reference
 BISECTION_STEPS = 60

@@ -21,6 +21,7 @@ from verl.workers.config import ActorConfig
 from verl.workers.config.actor import PolicyLossConfig
 
 from train.learner import entropic
+from train.learner.config import GROUP_RELATIVE
 
 # What an outcome-reward estimator may require: verl's critic (gae) and baseline-model (remax) or
 # log-prob-based (optimal_token_baseline) estimators need inputs a HELIX step does not have.
@@ -51,11 +52,6 @@ def outcome_token_rewards(rewards: torch.Tensor, response_mask: torch.Tensor) ->
     last = (response_mask.sum(-1) - 1).clamp(min=0).long()
     token_rewards[torch.arange(len(rewards)), last] = rewards.to(torch.float64)
     return token_rewards
-
-
-# Estimators whose advantage is the reward minus its own group's baseline: a tied group is exactly 0
-# there. (reinforce_plus_plus* whiten over the whole batch, where a tied group still carries signal.)
-GROUP_RELATIVE = frozenset({"grpo", "grpo_vectorized", "grpo_passk", "rloo", "rloo_vectorized", "opo", "gpg", entropic.NAME})
 
 
 def tied_groups(rewards: torch.Tensor, group_ids: np.ndarray) -> np.ndarray:

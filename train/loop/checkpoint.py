@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import shutil
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -32,24 +31,7 @@ import numpy as np
 import torch
 
 from train.learner.distributed import DistInfo, broadcast
-from train.loop.run_dir import clean_row, last_epoch, resume_command
-
-CHECKPOINTS = "checkpoints"
-_NAME = re.compile(r"^epoch-(\d{6})$")
-
-
-def checkpoint_dirs(run_dir: Path) -> list[Path]:
-    """Complete checkpoints, oldest first (temporary directories never match the name)."""
-    root = Path(run_dir) / CHECKPOINTS
-    if not root.is_dir():
-        return []
-    found = [p for p in root.iterdir() if p.is_dir() and _NAME.match(p.name) and (p / "state.json").is_file()]
-    return sorted(found, key=lambda p: int(_NAME.match(p.name).group(1)))
-
-
-def latest_checkpoint(run_dir: Path) -> Path | None:
-    dirs = checkpoint_dirs(run_dir)
-    return dirs[-1] if dirs else None
+from train.loop.run_dir import CHECKPOINTS, checkpoint_dirs, clean_row
 
 
 def rng_state() -> dict:
@@ -155,17 +137,3 @@ def load_checkpoint(path: Path, learner, info: DistInfo) -> tuple[int, dict | No
             evo_state = {k: data[k] for k in data.files}
         evo_state["archive/epoch"] = np.asarray(meta["epoch"])
     return int(meta["epoch"]), evo_state
-
-
-def stop_line(run_path: Path, event: str, detail: str = "") -> str:
-    """One line for a run that stops before its end (a lost Ray cluster, Ctrl-C): in which epoch, the
-    last complete checkpoint, and the exact command that continues from it, e.g. ``interrupted in
-    epoch 3; last complete checkpoint: epoch 2 (runs/x/checkpoints/epoch-000002); resume with:
-    python train/helix.py --resume runs/x``."""
-    epoch = last_epoch(run_path / "metrics.jsonl") + 1
-    line = f"{event} in epoch {epoch}" + (f" ({detail})" if detail else "")
-    ckpt = latest_checkpoint(run_path)
-    if ckpt is None:
-        return f"{line}; no complete checkpoint yet: start the run again"
-    return f"{line}; last complete checkpoint: epoch {int(ckpt.name.split('-')[1])} ({ckpt}); resume with: " \
-           f"{resume_command(run_path)}"

@@ -12,13 +12,23 @@ holds back near repeats too, unrun (``metrics["near_repeat"]``). With
 ``rollout.batch_size`` > 0 the engine hands over each batch of prompts as it finishes, and
 ``BackgroundEvaluation`` evaluates those children in a thread while the next batch generates:
 on a GPU node the sandbox pool (CPU) then runs under generation (GPU) instead of after it.
+
+A search-form task (task.yaml ``form: search``) calls each child's program with the construction its
+job carries (its first parent's, or that parent's nearest valid ancestor's) and a seed of its own
+(``child_seed``); the verified construction comes back on the child. The ``iterate`` operator (the
+no-LLM baseline, configs/ablations/iterate.yaml) makes its children without a completion: each is its
+parent's program, unchanged, rerun on the parent's construction with a fresh seed. It deliberately
+skips the checks that keep an unchanged or repeated program from running, and the novelty gate.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+
+import numpy as np
 
 from population.canonical import canonicalize
 from population.child import Child
@@ -47,6 +57,13 @@ class Job:
     mate_id: int | None = None  # crossover: the second parent
     version: int = 0  # best_shot: the answer is version v{version} of the entry function
     mate_code: str | None = None  # crossover: the second parent's program (a child equal to it is no new program)
+    construction: str | None = None  # search form: what its children are handed (JSON text); None: start from nothing
+
+
+def child_seed(run_seed: int, epoch: int, prompt: int, sample: int) -> int:
+    """The seed a search-form program is called with: fresh for every child, and the same for the same child
+    of a resumed run (the seed evaluation is epoch 0, prompt 0, sample 0)."""
+    return int(np.random.SeedSequence([run_seed, epoch, prompt, sample]).generate_state(1)[0])
 
 
 def repeat_feedback(solution_id: int) -> str:
@@ -56,13 +73,16 @@ def repeat_feedback(solution_id: int) -> str:
 
 def evaluate_children(task, evaluator, jobs: list[Job], outputs: list[list[Completion]], epoch: int,
                       progress: bool, archived=None, repeats: str = "score",
-                      gate: NoveltyGate | None = None) -> list[Child]:
+                      gate: NoveltyGate | None = None, run_seed: int = 0) -> list[Child]:
     """Apply each completion's edits to its parent and evaluate the new programs in the sandbox.
     ``outputs``: each job's completions (their logprobs are not needed). ``archived(code)``: the
     archive id of a program with this code from an earlier epoch, or None
     (train.loop.evolution.Evolution.archived); ``repeats``: what a repeat gets (evolution.repeats);
-    ``gate``: the novelty gate (Evolution.novelty_gate), or None."""
-    children, programs = [], []
+    ``gate``: the novelty gate (Evolution.novelty_gate), or None; ``run_seed``: run.seed, which a
+    search-form child's seed is drawn from."""
+    children, programs, reruns = [], [], []
+    calls: dict[int, tuple[str | None, int]] = {}  # search form: id(child) -> (construction handed in, seed)
+    search = getattr(task, "form", "construct") == "search"
     for job, group in zip(jobs, outputs):
         parent_forms = {canonicalize(job.parent_code)}
         if job.mate_code is not None:  # a crossover that copies its second parent is no new program either
@@ -74,6 +94,12 @@ def evaluate_children(task, evaluator, jobs: list[Job], outputs: list[list[Compl
                           completion=text, code=job.parent_code, tag=job.tag, operator=job.operator,
                           second_parent_id=job.mate_id)
             children.append(child)
+            if search:
+                calls[id(child)] = (job.construction, child_seed(run_seed, epoch, job.index, g))
+            if job.operator == "iterate":  # the parent's program again, on purpose: no edit, no repeat check
+                child.is_program = True
+                reruns.append(child)
+                continue
             try:
                 child.code = operator.child(job.parent_code, text, job.version)
             except EditError as err:
@@ -97,10 +123,16 @@ def evaluate_children(task, evaluator, jobs: list[Job], outputs: list[list[Compl
             programs.append(child)
     if gate is not None:
         programs = _gate(gate, programs, repeats)
-    for child, result in zip(programs, evaluator.evaluate_many([c.code for c in programs], progress=progress)):
+    programs += reruns
+    extra = {}
+    if search:
+        extra = dict(constructions=[None if calls[id(c)][0] is None else json.loads(calls[id(c)][0]) for c in programs],
+                     seeds=[calls[id(c)][1] for c in programs])
+    for child, result in zip(programs, evaluator.evaluate_many([c.code for c in programs], progress=progress, **extra)):
         child.reward, child.valid, child.feedback, child.eval_time_s = (result.reward, result.valid, result.feedback,
                                                                         result.eval_time_s)
-        child.artefact = result.artefact
+        child.artefact, child.exact = result.artefact, result.exact
+        child.construction = result.construction
         child.metrics = dict(result.metrics, status_ok=float(result.status == "ok"), **child.metrics)
         if result.status == "infra":  # never judged (rewards.ray_eval): archived for the record only
             child.is_program = False
@@ -128,10 +160,10 @@ class BackgroundEvaluation:
     """One epoch's children, evaluated batch by batch in one background thread, in job order."""
 
     def __init__(self, task, evaluator, jobs: list[Job], epoch: int, archived=None, repeats: str = "score",
-                 gate: NoveltyGate | None = None):
-        """``archived``, ``repeats``, ``gate``: as for ``evaluate_children``."""
+                 gate: NoveltyGate | None = None, run_seed: int = 0):
+        """``archived``, ``repeats``, ``gate``, ``run_seed``: as for ``evaluate_children``."""
         self._task, self._evaluator, self._jobs, self._epoch = task, evaluator, jobs, epoch
-        self._archived, self._repeats, self.gate = archived, repeats, gate
+        self._archived, self._repeats, self.gate, self._run_seed = archived, repeats, gate, run_seed
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="helix-evaluate")
         self._parts: list = []
         self._next = 0  # the first job not yet submitted: batches must come in order, without gaps
@@ -149,7 +181,7 @@ class BackgroundEvaluation:
         start = time.perf_counter()
         try:
             return evaluate_children(self._task, self._evaluator, jobs, outputs, self._epoch, progress,
-                                     self._archived, self._repeats, self.gate)
+                                     self._archived, self._repeats, self.gate, self._run_seed)
         finally:
             self.busy_s += time.perf_counter() - start  # one worker thread: no race
 

@@ -22,13 +22,13 @@ import torch
 from tqdm import tqdm
 
 from population.child import Child
-from rewards import Evaluator, make_runner
+from rewards import Evaluator
 from rewards.ray_eval import check_reachable
 from rollout.engines import Completion, SamplingParams, build_engine, engine_needs_weights, generate_streaming, preflight_engine
-from rollout.operators import function_source, make_operator
+from rollout.operators import function_source, make_operator, uses_policy
 from rollout.prompts import PromptBuilder
 from tasks import load_task
-from train.config.config import ConfigError, HelixConfig
+from train.config.config import ConfigError, HelixConfig, check_form
 from train.config.run_name import default_run_name
 from train.learner import console
 from train.learner.distributed import DistInfo, broadcast, gather, shard
@@ -36,13 +36,15 @@ from train.learner.export import export_hf, export_state
 from train.learner.learner import Learner, Sample
 from train.learner.memory import release_free_memory
 from train.learner.models import TINY_RANDOM, cache_root, load_policy, load_tokenizer, resolve_policy_path
+from train.loop import records
 from train.loop.checkpoint import checkpoint_logs, load_checkpoint, save_checkpoint
 from train.loop.children import BackgroundEvaluation, Job
 from train.loop.dynamic_sampling import DROPPED, refill
-from train.loop.epoch_metrics import add_phase_times, epoch_metrics, operator_metrics
+from train.loop.epoch_metrics import add_phase_times, epoch_metrics, operator_metrics, search_metrics
 from train.loop.evolution import Evolution
 from train.loop.no_learning import LearningWatch
-from train.loop.run_dir import RunDir, table_columns, table_header, table_row
+from train.loop.run_dir import RunDir, library_log, resume_command, table_columns, table_header, table_row
+from train.loop.task_tools import TaskTools, task_tools
 
 
 @dataclass
@@ -52,7 +54,7 @@ class MainState:
     run_dir: RunDir
     evaluator: Evaluator
     evo: Evolution
-    builder: PromptBuilder
+    builder: PromptBuilder | None  # None: the run asks the policy nothing (iterate)
 
 
 @dataclass
@@ -84,6 +86,8 @@ class Epoch:
     metrics: dict | None = None
     samples: list[dict] | None = None
     stop: bool = False
+    notes: list[str] = field(default_factory=list)  # rank 0: lines printed after the epoch's row (record claims)
+    reached: tuple | None = None  # rank 0: (archive id, child) that reached run.stop_at_reward
 
 
 def without_logprobs(groups: list[list[Completion]]) -> list[list[Completion]]:
@@ -128,43 +132,50 @@ def seed_everything(seed: int) -> None:
 class HelixRun:
     @staticmethod
     def preflight(cfg: HelixConfig, info: DistInfo) -> None:
-        """What must hold before anything is loaded, warm-started or written (the entry point calls it
-        first, train/helix.py): a wrong URL or Ray address costs seconds, and no run directory."""
+        """What must hold before anything is loaded, warm-started or written (the start routine calls it
+        first, train.api.start): a wrong URL or Ray address costs seconds, and no run directory."""
         if cfg.trainer.prompts_per_epoch < info.world:
             raise ConfigError(f"trainer.prompts_per_epoch = {cfg.trainer.prompts_per_epoch} must be >= the number "
                               f"of ranks ({info.world})")
+        check_form(cfg)  # the iterate baseline needs a search-form task (task.yaml alone is read)
         # The engine's own checks (openai: the server answers and serves the model) come before
         # anything is loaded or written: a wrong URL costs seconds, and no run directory.
-        preflight_engine(cfg.rollout.engine, cfg.rollout, model_name=cfg.model.policy)
+        if uses_policy(cfg.evolution.operators):
+            preflight_engine(cfg.rollout.engine, cfg.rollout, model_name=cfg.model.policy)
         if cfg.task.eval_backend == "ray" and info.is_main:
             check_reachable(cfg.task.ray_address)  # likewise: no Ray cluster is an error within seconds
 
-    def __init__(self, cfg: HelixConfig, config_stem: str, info: DistInfo, policy: str, resume: Path | None = None):
+    def __init__(self, cfg: HelixConfig, config_stem: str, info: DistInfo, policy: str, resume: Path | None = None,
+                 tools: TaskTools | None = None):
         """Everything a run holds: the policy, its learner and engine on every rank, and rank 0's
         ``MainState``. ``policy`` is the model to load: ``model.policy`` or its warm-started copy,
-        resolved before the run is built (train.commands.warm_start.resolve_policy; every rank the
-        same). ``resume`` is a checkpoint directory to continue from."""
+        resolved before the run is built (train.api.start; every rank the same). ``resume`` is a
+        checkpoint directory to continue from. ``tools``: rank 0's evaluator and prompt builder when the
+        start made them (the warm start's data used them first); without them the run makes its own."""
         seed_everything(cfg.run.seed)
-        self.cfg, self.info, self.resume = cfg, info, resume
+        self.cfg, self.info, self.resume, self.tools = cfg, info, resume, tools
         self.task = load_task(cfg.task.name)
+        self.stop_target = records.stop_target(self.task, cfg.run.stop_at_reward)  # run.stop_at_reward as a number
         self.progress = cfg.run.progress and info.is_main
+        self.search = self.task.form == "search"
+        # The iterate baseline asks the policy nothing: no model, tokenizer or engine is built at all.
+        self.generates = uses_policy(cfg.evolution.operators)
         # EvoOnly with an engine that holds its own policy (openai: the server's) needs the
         # tokenizer alone: no weights are loaded, warm-started or exported.
-        self.needs_weights = cfg.trainer.enabled or engine_needs_weights(cfg.rollout.engine)
+        self.needs_weights = self.generates and (cfg.trainer.enabled or engine_needs_weights(cfg.rollout.engine))
         self.policy = policy
         cfg.run.name = broadcast(cfg.run.name or default_run_name(cfg), info)
-        self.library_log = None  # where library chatter goes (run.library_logs: file): the terminal stays readable
-        if cfg.run.library_logs == "file":
-            name = "library.log" if info.is_main else f"library-rank{info.rank}.log"
-            self.library_log = Path(cfg.run.output_dir) / cfg.run.name / name
+        self.library_log = library_log(cfg, info.rank)  # where library chatter goes: the terminal stays readable
+        if self.library_log is not None:
             console.quiet_environment()
         self._build_policy()
         self.pending_checkpoint = None  # a Future while an asynchronous checkpoint is being written
         self.start_epoch, evo_state = self._resume() if resume is not None else (0, None)
         self.main = self._build_main(config_stem, evo_state) if info.is_main else None
-        self.watch = LearningWatch(cfg, cfg.run.no_learning_epochs)  # one warning if the run cannot learn
+        # one warning if the run cannot learn (the iterate baseline learns nothing by design)
+        self.watch = LearningWatch(cfg, cfg.run.no_learning_epochs if self.generates else 0)
         self.columns = table_columns(novelty_gate=cfg.evolution.novelty_threshold > 0,  # the console table's
-                                     dynamic_sampling=cfg.trainer.dynamic_sampling.enabled)
+                                     dynamic_sampling=cfg.trainer.dynamic_sampling.enabled, search=self.search)
         self._build_operators()
 
     def _resume(self) -> tuple[int, dict]:
@@ -191,6 +202,11 @@ class HelixRun:
 
     def _build_policy(self) -> None:
         cfg, info = self.cfg, self.info
+        self.learner = None
+        if not self.generates:  # iterate: children are reruns, made without a prompt or a completion
+            self.model = self.tokenizer = self.engine = None
+            self.on_module = False
+            return
         with console.to_file(self.library_log):
             if self.needs_weights:
                 self.model, self.tokenizer = load_policy(self.policy, cfg.model.dtype, cfg.model.cache_dir, seed=cfg.run.seed)
@@ -198,7 +214,6 @@ class HelixRun:
                 self.model, self.tokenizer = None, load_tokenizer(self.policy, cfg.model.cache_dir)
         if cfg.model.gradient_checkpointing and self.model is not None:
             self.model.gradient_checkpointing_enable()
-        self.learner = None
         if cfg.trainer.enabled:
             self.learner = Learner(self.model, cfg.trainer, cfg.rollout.group_size, cfg.rollout.temperature,
                                    self.tokenizer.pad_token_id, info)
@@ -220,21 +235,14 @@ class HelixRun:
     def _build_main(self, config_stem: str, evo_state: dict | None) -> MainState:
         cfg, resume = self.cfg, self.resume
         # First: an unreachable Ray cluster fails here, before a run directory exists.
-        runner = make_runner(cfg.task.eval_backend, self.task, cfg.task.ray_address, cfg.task.eval_workers,
-                             library_log=self.library_log, say=self._say)
+        tools = self.tools or task_tools(cfg, self.task, self.tokenizer, library_log=self.library_log, say=self._say)
         run_dir = RunDir(cfg, config_stem, resume_epoch=self.start_epoch if resume else None,
                          resume_logs=checkpoint_logs(resume) if resume else None)
         print(f"[helix] run directory: {run_dir.path}", flush=True)
         if resume is not None:
             print(f"[helix] resuming from {resume} (epoch {self.start_epoch} of {cfg.trainer.epochs})", flush=True)
-        evaluator = Evaluator(self.task, workers=cfg.task.eval_workers or None, timeout_s=cfg.task.timeout_s,
-                              memory_mb=cfg.task.memory_mb, runner=runner,
-                              keep_artefacts=(self.task.folder / "render.py").is_file())  # drawn by train/runs
-        evo = Evolution(cfg, run_dir.archive_path, self.task, evaluator, resume=evo_state)
-        builder = PromptBuilder(self.tokenizer, self.task.prompt_description(cfg.rollout.description),
-                                self.task.entry_function, evaluator.timeout_s, cfg.rollout.max_prompt_tokens,
-                                cfg.rollout.n_ancestors, template=self.task.prompt_template)
-        return MainState(run_dir, evaluator, evo, builder)
+        evo = Evolution(cfg, run_dir.archive_path, self.task, tools.evaluator, resume=evo_state)
+        return MainState(run_dir, tools.evaluator, evo, tools.builder)
 
     # ---- the loop ---------------------------------------------------------------------
     def train(self) -> Path | None:
@@ -298,6 +306,14 @@ class HelixRun:
             drawn = epoch.rng.choice(len(names), len(parents), p=self.operator_weights) if len(names) > 1 else [0] * len(parents)
             for j, (parent, pick) in enumerate(zip(parents, drawn), start=first):
                 sol, op = parent.solution, self.operators[names[pick]]
+                handed = main.evo.construction_for(sol.id) if self.search else None  # (from id, JSON text)
+                if not op.needs_policy:  # iterate: the parent's program reruns on the parent's construction
+                    shown.append({"epoch": epoch.number, "prompt": j, "parent_id": sol.id, "operator": op.name,
+                                  "ancestors": [], "others": [], "dropped": [], "text": "",
+                                  "construction_from": handed[0] if handed else None})
+                    jobs.append(Job(j, sol.id, sol.code, [], parent.tag, op.name,
+                                    construction=handed[1] if handed else None))
+                    continue
                 others = []
                 if op.extra_parents == "mate":
                     mate = main.evo.mate(sol.id, parent.tag)
@@ -311,9 +327,11 @@ class HelixRun:
                 shown.append({"epoch": epoch.number, "prompt": j, "parent_id": sol.id, "operator": op.name,
                               "ancestors": [a.id for a in ancestors], "others": [o.id for o in others],
                               "dropped": list(prompt.dropped), "text": prompt.text})
+                if self.search:  # which solution's construction the children are handed
+                    shown[-1]["construction_from"] = handed[0] if handed else None
                 mate = others[0] if op.extra_parents == "mate" else None
                 jobs.append(Job(j, sol.id, sol.code, prompt.token_ids, parent.tag, op.name, mate.id if mate else None,
-                                len(others), mate.code if mate else None))
+                                len(others), mate.code if mate else None, handed[1] if handed else None))
             epoch.shown += shown
             main.run_dir.log_prompts(epoch.number, epoch.shown)  # what each prompt showed (train/runs/browse.py)
         epoch.round = broadcast(jobs, self.info)
@@ -330,13 +348,19 @@ class HelixRun:
         on_batch = None
         if self.main:
             evo = self.main.evo
+            best = evo.archive.best()  # this epoch's record candidates, re-checked exactly by the evaluator
+            self.main.evaluator.exact_from = records.check_from(self.task, best.reward if best else None, self.stop_target)
             epoch.evaluation = BackgroundEvaluation(self.task, self.main.evaluator, epoch.round, epoch.number,
-                                                    evo.archived, cfg.evolution.repeats, evo.novelty_gate(epoch.round))
+                                                    evo.archived, cfg.evolution.repeats, evo.novelty_gate(epoch.round),
+                                                    cfg.run.seed)
             if cfg.rollout.batch_size:
                 on_batch = lambda first, groups: epoch.evaluation.submit(first, without_logprobs(groups))  # noqa: E731
         on_module = self.learner is not None and self.on_module
-        with self.learner.generation_context() if on_module else contextlib.nullcontext():
-            completions = generate_streaming(self.engine, [j.token_ids for j in mine], params, on_batch)
+        if not self.generates:  # iterate: each child is a rerun, G per prompt, with no completion behind it
+            completions = [[Completion([], "", False) for _ in range(cfg.rollout.group_size)] for _ in mine]
+        else:
+            with self.learner.generation_context() if on_module else contextlib.nullcontext():
+                completions = generate_streaming(self.engine, [j.token_ids for j in mine], params, on_batch)
         epoch.mine += mine
         epoch.completions += completions
         gathered = gather((without_logprobs(completions), time.perf_counter() - start), self.info)
@@ -407,14 +431,17 @@ class HelixRun:
                 epoch.diversity, epoch.chosen = evo.select(epoch.number, epoch.rng)
             best = evo.archive.best()
             if best is not None:
-                self.main.run_dir.write_best(best.code, best.reward, best.id, best.epoch)
+                self.main.run_dir.write_best(best.code, best.reward, best.id, best.epoch, records.exact_label(best.exact))
+            epoch.notes = records.claims(self.task, epoch.number, ids, epoch.children)
+            if self.stop_target is not None:
+                epoch.reached = records.target_hit(self.task, self.stop_target, ids, epoch.children)
             epoch.metrics = self._metrics(epoch, best.reward if best else None, prior.reward if prior else None)
             epoch.samples = [dict(epoch=epoch.number, solution_id=ids[i], parent_id=c.parent_id, reward=c.reward,
                                   feedback=c.feedback[:500], completion=c.completion)
                              for i, c in enumerate(epoch.children[: self.cfg.run.samples_per_epoch])]
             spent = evo.archive.count() - 1  # children so far (the seed is not one)
             run = self.cfg.run
-            stop = bool((run.max_evaluations and spent >= run.max_evaluations)
+            stop = bool((run.max_evaluations and spent >= run.max_evaluations) or epoch.reached is not None
                         or (run.time_budget_s and time.perf_counter() - self.t_start >= run.time_budget_s))
         epoch.stop = broadcast(stop, self.info)
 
@@ -424,6 +451,8 @@ class HelixRun:
         embedded = evo.embedded_last + epoch.gate_embedded  # the novelty gate's embeddings went into the index as they were
         extra = dict(embedded=embedded, prompt_items_dropped=sum(len(d["dropped"]) for d in epoch.dropped),
                      prompt_dropped=epoch.dropped, **operator_metrics(epoch.children, prior_best, self.task.improves))
+        if self.search:
+            extra.update(search_metrics(epoch.children))
         if epoch.sampling:  # its 0-std is the generated groups'; the learner's is the trained batch's
             extra.update(epoch.sampling, train_zero_std_frac=epoch.train.get("zero_std_frac"))
         metrics = epoch_metrics(epoch.number, epoch.children, [len(c.token_ids) for c in completions],
@@ -448,12 +477,17 @@ class HelixRun:
             self.main.run_dir.log_metrics(add_phase_times(epoch.metrics, epoch.times))
             self.main.run_dir.log_samples(epoch.samples)
             self._say(table_row(epoch.metrics, self.columns))
+            for note in epoch.notes:
+                self._say(note)
             warning = self.watch.update(epoch.metrics)
             if warning:
                 self._say(warning)
-            if epoch.stop and n < cfg.trainer.epochs:
+            resume = resume_command(self.main.run_dir.path)
+            if epoch.reached is not None:
+                self._say(records.stop_line(n, epoch.reached, self.stop_target, cfg.run.stop_at_reward, resume))
+            elif epoch.stop and n < cfg.trainer.epochs:
                 self._say(f"[helix] budget reached after epoch {n} ({self.main.evo.archive.count() - 1} children); "
-                          "stopping")
+                          f"stopping. To go on: {resume} with a larger run.max_evaluations or run.time_budget_s")
 
     def wait_for_checkpoint(self) -> None:
         """Block until the background checkpoint write, if any, is renamed into place (its errors raise here)."""
@@ -470,7 +504,9 @@ class HelixRun:
         full = self.learner.full_state_dict() if cfg.run.export and gathered else None
         if self.main:
             run_dir, evo = self.main.run_dir, self.main.evo
-            if cfg.run.export and self.model is None:
+            if cfg.run.export and not self.generates:
+                print("[helix] nothing to export: the iterate baseline loads no model", flush=True)
+            elif cfg.run.export and self.model is None:
                 print(f"[helix] nothing to export: rollout.engine={cfg.rollout.engine} sampled from its own model", flush=True)
             elif cfg.run.export:
                 if full is not None:
@@ -478,10 +514,8 @@ class HelixRun:
                 else:
                     path = export_hf(self.model, self.tokenizer, run_dir.export_path)
                 print(f"[helix] exported Hugging Face model to {path}", flush=True)
-            best = evo.archive.best()
-            if best is not None:
-                print(f"[helix] best reward {best.reward:.10g} (solution {best.id}, epoch {best.epoch}); "
-                      f"program: {run_dir.path / 'best_program.py'}", flush=True)
+            for line in records.end_of_run(self.task, evo.archive, self.main.evaluator, run_dir.path / "best_program.py"):
+                print(line, flush=True)
             evo.archive.close()
             run_dir.close()
             self.main.evaluator.close()

@@ -83,6 +83,14 @@ def operator_metrics(children: list[Child], prior_best: float | None, improves=N
     return out
 
 
+def search_metrics(children: list[Child]) -> dict[str, float]:
+    """A search-form epoch's shares of children that returned the construction they were given
+    (``same_construction``: their search found nothing better) and that were scored on their last
+    report because the time limit stopped them (``reported``)."""
+    return {"same_construction_frac": float(np.mean([bool(c.metrics.get("same_construction")) for c in children])),
+            "reported_frac": float(np.mean([bool(c.metrics.get("reported")) for c in children]))}
+
+
 def add_phase_times(m: dict, times: dict[str, float]) -> dict:
     """Add the phase times, their shares of the epoch and the rates derived from them to ``m``.
 

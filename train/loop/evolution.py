@@ -10,7 +10,9 @@ holds back (``novelty_gate``, train/loop/novelty.py). ``population``
 is P_t: one row per slot, the pool row's archive id and the slot's tag. Where the task declares
 objectives (task.yaml ``objectives``), ``objective_values`` holds each pool row's raw value of
 each (NaN where the child has none), oriented for selection only when it selects
-(population/objectives.py), so a checkpoint stores what the children reported.
+(population/objectives.py), so a checkpoint stores what the children reported. A search-form task
+(task.yaml ``form: search``) archives each valid child's construction with it; the seed evaluation's is
+the run's root construction, and ``construction_for`` says what a parent's children are handed.
 """
 
 from __future__ import annotations
@@ -24,11 +26,14 @@ from population.archive import Archive
 from population.child import Child
 from population.embedding import Embedder
 from population.knn_index import make_knn_index
+from population.lineage_stats import LineageStats
 from population.objectives import archived_values, oriented, raw_values
 from population.pairing import choose_mate, choose_shots
+from population.puct import puct_pass
 from population.sampling import sample_parents
 from population.selection import Pool, make_strategy
 from train.config.config import HelixConfig
+from train.loop.children import child_seed
 from train.loop.novelty import NoveltyGate
 
 POOL = np.dtype([("id", np.int64), ("reward", np.float64), ("valid", np.bool_), ("tag", np.int64)])
@@ -68,6 +73,8 @@ class Evolution:
         # code_hash index because ``archived`` runs on the evaluation thread, which may not use
         # the archive's SQLite connection.
         self.known: dict[str, int] = {}
+        # population.parent_sampling: puct: what each archived solution's descendants reached, and its visits
+        self.lineage = LineageStats() if cfg.population.parent_sampling == "puct" else None
         if resume is not None:
             self.load_state_dict(resume)
         elif self.archive.count():
@@ -87,6 +94,8 @@ class Evolution:
         if self.objectives:
             state[OBJECTIVE_VALUES] = self.objective_values.copy()
             state[OBJECTIVE_NAMES] = np.array(self._objective_names(), dtype=np.str_)
+        if self.lineage is not None:
+            state.update({f"lineage/{k}": v for k, v in self.lineage.state_dict().items()})
         return state
 
     def _objective_names(self) -> list[str]:
@@ -121,13 +130,33 @@ class Evolution:
             self.strategy.load_state_dict({k.split("/", 1)[1]: v for k, v in state.items() if k.startswith("strategy/")})
         if len(self.index) != len(self.pool):
             raise RuntimeError(f"checkpoint is inconsistent: {len(self.index)} indexed programs, {len(self.pool)} pool rows")
+        if self.lineage is not None:
+            self.lineage = self._load_lineage(state)
+
+    def _load_lineage(self, state: dict[str, np.ndarray]) -> LineageStats:
+        """The checkpoint's lineage statistics; else (a checkpoint written under another parent_sampling)
+        counted from the rewound archive in one pass: the same numbers, as they are a function of its rows."""
+        saved = {k.split("/", 1)[1]: v for k, v in state.items() if k.startswith("lineage/")}
+        if saved:
+            return LineageStats.from_state(saved)
+        print("[helix] resume: the checkpoint holds no lineage statistics for parent_sampling puct; counted from "
+              "the archive", flush=True)
+        ids, parents, _, rewards, valid = zip(*self.archive.scores())
+        return LineageStats.from_rows(ids, parents, rewards, valid)
 
     def _seed(self) -> None:
-        """Epoch 0: the task's starter program, evaluated like any child, seeds the population."""
-        result = self.evaluator.evaluate(self.task.initial_program)
+        """Epoch 0: the task's starter program, evaluated like any child, seeds the population. A search-form
+        starter is called with no construction (it builds its own): what it returns is the root construction."""
+        search = getattr(self.task, "form", "construct") == "search"
+        call = dict(construction=None, seed=child_seed(self.cfg.run.seed, 0, 0, 0)) if search else {}
+        result = self.evaluator.evaluate(self.task.initial_program, **call)
+        extra = dict(construction=result.construction) if search else {}
         (root,) = self.archive.add_many([dict(
             parent_id=None, epoch=0, code=self.task.initial_program, reward=result.reward, valid=result.valid,
-            feedback=result.feedback, metrics=result.metrics, eval_time_s=result.eval_time_s, prompt_id=None, completion=None)])
+            feedback=result.feedback, metrics=result.metrics, eval_time_s=result.eval_time_s, prompt_id=None, completion=None,
+            exact=result.exact, **extra)])
+        if self.lineage is not None:
+            self.lineage.add([root], [None], [result.reward], [result.valid])
         self._index([root], [self.task.initial_program], np.array([(root, result.reward, result.valid, -1)], POOL),
                     raw_values([(result.metrics, result.eval_time_s)], self._objective_names()))
         self.select(0, np.random.default_rng([self.cfg.run.seed, 0]))
@@ -148,6 +177,12 @@ class Evolution:
         self.index.add(emb)
         self.pool = np.concatenate([self.pool, rows])
         self.objective_values = np.concatenate([self.objective_values, values])
+
+    def construction_for(self, sid: int) -> tuple[int, str] | None:
+        """What a child of ``sid`` is handed (search form): (the id it comes from, its JSON text), ``sid``'s own
+        or, for an invalid parent, its nearest valid ancestor's (population.archive.Archive.construction_for);
+        None: start from nothing, as the run's first call did."""
+        return self.archive.construction_for(sid)
 
     def archived(self, code: str) -> int | None:
         """The archive id of a program with this code (up to layout and comments, as the embedding
@@ -171,8 +206,23 @@ class Evolution:
         if not self.cfg.population.enabled:
             return [Parent(self.archive.get(ids[0]), -1) for _ in range(count)]
         rewards = self.archive.rewards(ids)
-        slots = sample_parents(rewards, count, rng, mode=self.cfg.population.parent_sampling)
+        if self.lineage is not None:
+            slots = self._puct_slots(rewards, count, rng)
+        else:
+            slots = sample_parents(rewards, count, rng, mode=self.cfg.population.parent_sampling)
         return [Parent(self.archive.get(ids[s]), int(self.population["tag"][s])) for s in slots]
+
+    def _puct_slots(self, rewards: np.ndarray, count: int, rng: np.random.Generator) -> list[int]:
+        """TTT-Discover's PUCT passes over P_t (population/puct.py) until ``count`` are picked; each pick
+        reserves the G children it will bring, so the next pass (and a dynamic-sampling round) sees them."""
+        ids, pop = self.population["id"], self.cfg.population
+        slots: list[int] = []
+        while len(slots) < count:
+            best, visits, total, related = self.lineage.view(ids, pop.puct_value)
+            for s in puct_pass(count - len(slots), rewards, best, visits, total, related, pop.puct_c, rng).tolist():
+                self.lineage.reserve(int(ids[s]), self.cfg.rollout.group_size)
+                slots.append(s)
+        return slots
 
     def mate(self, parent_id: int, tag: int):
         """Crossover's second parent (population.pairing.choose_mate), or None."""
@@ -189,6 +239,8 @@ class Evolution:
     def add_children(self, children: list[Child]) -> list[int]:
         """Archive every child; programs also join the kNN index and the selection pool."""
         ids = self.archive.add_many(children)
+        if self.lineage is not None:
+            self.lineage.add(ids, [c.parent_id for c in children], [c.reward for c in children], [c.valid for c in children])
         self.embedded_last = 0
         keep = [i for i, child in enumerate(children) if child.is_program]
         if keep:

@@ -1,4 +1,6 @@
-"""The run directory: resolved config, per-epoch metrics, samples, best program.
+"""The run directory: resolved config, per-epoch metrics, samples, best program, and which of its
+checkpoints are complete (writing and reading one: train.loop.checkpoint, which needs torch; finding
+one, as ``--resume`` and a stop line do, needs none).
 
 Every file is written so that a kill at any instant leaves either the old or the new
 version: JSONL lines are appended and flushed, whole files are replaced atomically.
@@ -10,6 +12,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 import time
@@ -144,14 +147,24 @@ class RunDir:
         (self.path / "prompts").mkdir(exist_ok=True)
         atomic_write(self.path / "prompts" / f"epoch-{epoch}.jsonl", "".join(json_line(row) for row in rows))
 
-    def write_best(self, code: str, reward: float, solution_id: int, epoch: int) -> None:
-        header = f"# HELIX best program: reward {reward:.10g}, solution {solution_id}, found in epoch {epoch}\n"
+    def write_best(self, code: str, reward: float, solution_id: int, epoch: int, exact: str = "") -> None:
+        """best_program.py; ``exact``: what its exact check found (tasks.base.exact_label), beside the reward."""
+        said = f" ({exact})" if exact else ""
+        header = f"# HELIX best program: reward {reward:.10g}{said}, solution {solution_id}, found in epoch {epoch}\n"
         atomic_write(self.path / "best_program.py", header + code)
 
     def close(self, exit_code: int = 0) -> None:
         if self._wandb is not None:
             self._wandb.finish(exit_code=exit_code)
             self._wandb = None
+
+
+def library_log(cfg: HelixConfig, rank: int = 0) -> Path | None:
+    """Where a rank's library chatter goes (vLLM's and wandb's lines, Ray's reports) when run.library_logs is
+    file; None when it goes to the terminal."""
+    if cfg.run.library_logs != "file":
+        return None
+    return Path(cfg.run.output_dir) / cfg.run.name / ("library.log" if rank == 0 else f"library-rank{rank}.log")
 
 
 def resume_command(run_path: Path) -> str:
@@ -162,19 +175,57 @@ def resume_command(run_path: Path) -> str:
     return f"{launcher} {script} --resume {run_path}"
 
 
+CHECKPOINTS = "checkpoints"
+_NAME = re.compile(r"^epoch-(\d{6})$")
+
+
+def checkpoint_dirs(run_dir: Path) -> list[Path]:
+    """Complete checkpoints, oldest first (temporary directories never match the name)."""
+    root = Path(run_dir) / CHECKPOINTS
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir() if p.is_dir() and _NAME.match(p.name) and (p / "state.json").is_file()]
+    return sorted(found, key=lambda p: int(_NAME.match(p.name).group(1)))
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    dirs = checkpoint_dirs(run_dir)
+    return dirs[-1] if dirs else None
+
+
+def stop_line(run_path: Path, event: str, detail: str = "") -> str:
+    """One line for a run that stops before its end (a lost Ray cluster, Ctrl-C): in which epoch, the
+    last complete checkpoint, and the exact command that continues from it, e.g. ``interrupted in
+    epoch 3; last complete checkpoint: epoch 2 (runs/x/checkpoints/epoch-000002); resume with:
+    python train/helix.py --resume runs/x``."""
+    epoch = last_epoch(run_path / "metrics.jsonl") + 1
+    line = f"{event} in epoch {epoch}" + (f" ({detail})" if detail else "")
+    ckpt = latest_checkpoint(run_path)
+    if ckpt is None:
+        return f"{line}; no complete checkpoint yet: start the run again"
+    return f"{line}; last complete checkpoint: epoch {int(ckpt.name.split('-')[1])} ({ckpt}); resume with: " \
+           f"{resume_command(run_path)}"
+
+
 # The novelty gate's column (evolution.novelty_threshold > 0), after ``rep``: near repeats held back unrun.
 NEAR_COLUMN = ("near_repeat_frac", "  near", "{:>6.2f}")
 GROUPS_COLUMN = ("ds_groups", "groups", "{:>6d}")  # dynamic sampling: groups generated this epoch
+# Search form (task.yaml form: search): the children that returned the construction they were given, and those
+# scored on their last report because the time limit stopped them.
+SEARCH_COLUMNS = [("same_construction_frac", "nogain", "{:>6.2f}"), ("reported_frac", "  @lim", "{:>6.2f}")]
 
 
-def table_columns(novelty_gate: bool = False, dynamic_sampling: bool = False) -> list[tuple[str, str, str]]:
-    """The console table's columns: TABLE, plus ``near`` when the novelty gate is on and ``groups`` (the
-    groups generated, refills included) under dynamic sampling: a run without them prints the table it
-    always did."""
+def table_columns(novelty_gate: bool = False, dynamic_sampling: bool = False, search: bool = False) -> list[tuple[str, str, str]]:
+    """The console table's columns: TABLE, plus ``near`` when the novelty gate is on, ``groups`` (the
+    groups generated, refills included) under dynamic sampling, and ``nogain`` and ``@lim`` for a
+    search-form task: a run without them prints the table it always did."""
     columns = list(TABLE)
     if novelty_gate:
         at = [key for key, _, _ in columns].index("repeat_frac") + 1
         columns[at:at] = [NEAR_COLUMN]
+    if search:
+        at = [key for key, _, _ in columns].index("repeat_frac") + 1
+        columns[at:at] = SEARCH_COLUMNS
     if dynamic_sampling:
         at = [key for key, _, _ in columns].index("zero_std_frac")
         columns[at:at] = [GROUPS_COLUMN]

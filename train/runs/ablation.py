@@ -179,9 +179,10 @@ class RunResult:
     child_valid_frac: float
     children: int  # evaluated programs = generated children, edit failures included
     wall_s: float
+    peak_rss_kb: int = 0  # the largest resident set of the run's processes (0: not measured; older runs)
 
 
-def run_result(run_dir: Path, variant: str, seed: int, wall_s: float) -> RunResult:
+def run_result(run_dir: Path, variant: str, seed: int, wall_s: float, peak_rss_kb: int = 0) -> RunResult:
     """A finished run's outcome, read from its archive."""
     with ReadOnlyArchive(run_dir / "archive.sqlite") as arch:
         rows = arch.scores()
@@ -190,7 +191,7 @@ def run_result(run_dir: Path, variant: str, seed: int, wall_s: float) -> RunResu
     valid = np.array([ok for _, parent, _, _, ok in rows if parent is not None])
     return RunResult(variant, seed, float(best if best is not None else 0.0),
                      float(rewards.mean()) if len(rewards) else 0.0,
-                     float(valid.mean()) if len(valid) else 0.0, int(len(rewards)), wall_s)
+                     float(valid.mean()) if len(valid) else 0.0, int(len(rewards)), wall_s, int(peak_rss_kb))
 
 
 def summarize(results: list[RunResult]) -> list[dict]:
@@ -207,16 +208,21 @@ def summarize(results: list[RunResult]) -> list[dict]:
                          best_max=float(best.max()), reward_mean=float(mean.mean()), reward_std=spread(mean),
                          valid_frac=float(np.mean([r.child_valid_frac for r in mine])),
                          children=float(np.mean([r.children for r in mine])),
-                         wall_s=float(np.mean([r.wall_s for r in mine]))))
+                         wall_s=float(np.mean([r.wall_s for r in mine])),
+                         peak_rss_kb=max(r.peak_rss_kb for r in mine)))
     return rows
+
+
+def _mib(kb: int) -> str:
+    return f"{kb / 1024:.0f}" if kb else "-"  # 0: not measured (a run from before the column)
 
 
 def markdown(rows: list[dict], title: str) -> str:
     lines = [f"### {title}", "",
-             "| variant | seeds | best reward (mean ± std) | best (max) | child reward (mean ± std) | valid | children | wall s |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| variant | seeds | best reward (mean ± std) | best (max) | child reward (mean ± std) | valid | children | wall s | peak MiB |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['variant']} | {r['seeds']} | {r['best_mean']:.6g} ± {r['best_std']:.2g} | {r['best_max']:.6g} | "
                      f"{r['reward_mean']:.4g} ± {r['reward_std']:.2g} | {r['valid_frac']:.2f} | {r['children']:.0f} | "
-                     f"{r['wall_s']:.0f} |")
+                     f"{r['wall_s']:.0f} | {_mib(r.get('peak_rss_kb', 0))} |")
     return "\n".join(lines) + "\n"

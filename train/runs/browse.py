@@ -19,6 +19,7 @@ import numpy as np
 
 from population.archive import ReadOnlyArchive
 from population.objectives import archived_values, oriented
+from tasks.base import exact_label
 from train.runs import ablation
 from train.runs import run_data as rd
 
@@ -135,6 +136,7 @@ def run_row(root: Path, path: Path) -> dict:
             best = arch.best()
             row["solutions"] = arch.count()
         row["best"] = None if best is None else _num(best.reward)
+        row["best_exact"] = None if best is None else exact_label(best.exact)
     elif run.metrics:
         row["best"] = _num(run.metrics[-1].get("best_reward"))
     known = best_known(task)
@@ -155,12 +157,16 @@ def overview(path: Path) -> dict:
                config=[[k, str(v)] for k, v in rd.config_summary(run.config)],
                operators=[{k: (_num(v) if isinstance(v, float) else v) for k, v in r.items()}
                           for r in rd.operator_table(run.metrics)],
-               status=status(run), solutions=0, best=None)
+               status=status(run), solutions=0, best=None, best_exact=None, heldout=None)
     if run.archive_path:
         with ReadOnlyArchive(run.archive_path) as arch:
             out["solutions"] = arch.count()
-            best = arch.best()
-        out["best"] = None if best is None else dict(id=best.id, reward=_num(best.reward), epoch=best.epoch)
+            best, exact, out["heldout"] = arch.best(), arch.best_exact(), rd.heldout(arch)
+        out["best"] = None if best is None else dict(id=best.id, reward=_num(best.reward), epoch=best.epoch,
+                                                     exact=exact_label(best.exact))
+        # the best that may be called a record, when the best reward holds only within the tolerance
+        out["best_exact"] = None if exact is None or best is None or exact.id == best.id else \
+            dict(id=exact.id, reward=_num(exact.reward), epoch=exact.epoch)
     return out
 
 
@@ -318,7 +324,7 @@ def solution(path: Path, sid: int) -> dict:
         out = dict(id=sol.id, parent_id=sol.parent_id, second_parent_id=sol.second_parent_id, epoch=sol.epoch,
                    reward=_num(sol.reward), valid=sol.valid, feedback=sol.feedback, metrics=sol.metrics,
                    eval_time_s=_num(sol.eval_time_s), operator=sol.operator, prompt_id=sol.prompt_id,
-                   completion=sol.completion, code=sol.code, diffs=[])
+                   completion=sol.completion, code=sol.code, diffs=[], exact=sol.exact, exact_label=exact_label(sol.exact))
         for pid, label in ((sol.parent_id, "parent"), (sol.second_parent_id, "second parent")):
             if pid is not None:
                 parent = arch.get(pid)

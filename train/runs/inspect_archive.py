@@ -41,11 +41,16 @@ def _line(text: str, width: int = 90) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+# A solution's exact check in the top table (docs/tasks.md, "Record claims are checked exactly"); "-": none ran.
+EXACT_SHORT = {"exact": "exact", "tolerance_only": "tolerance", "unchecked": "unchecked"}
+
+
 def cmd_top(arch: Archive, args) -> None:
-    print(f"{'id':>6} {'epoch':>5} {'parent':>6} {'reward':>12} valid  feedback")
+    print(f"{'id':>6} {'epoch':>5} {'parent':>6} {'reward':>12} valid {'exact':>9}  feedback")
     for s in arch.top(args.k):
+        exact = EXACT_SHORT.get(s.exact.get("status"), "?") if s.exact else "-"
         print(f"{s.id:>6} {s.epoch:>5} {s.parent_id if s.parent_id is not None else '-':>6} {s.reward:>12.8g} "
-              f"{'yes' if s.valid else 'no ':>5}  {_line(s.feedback)}")
+              f"{'yes' if s.valid else 'no ':>5} {exact:>9}  {_line(s.feedback)}")
 
 
 def cmd_lineage(arch: Archive, args) -> None:

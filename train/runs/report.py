@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from population.archive import ArchiveError, ReadOnlyArchive
+from tasks.base import exact_label
 from train.runs import plots
 from train.runs import run_data as rd
 from train.runs.ablation import is_ablation_dir
@@ -50,11 +51,15 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def _header(run: rd.RunData, best, archive_size, epochs_done, wall_s, best_known) -> list[tuple[str, str]]:
+def _header(run: rd.RunData, best, archive_size, epochs_done, wall_s, best_known, heldout=None) -> list[tuple[str, str]]:
     rows = [("run directory", str(run.path.resolve()))]
     if best is not None:
         ratio = f" ({best.reward / best_known:.4f} of best known {best_known:.10g})" if best_known else ""
-        rows += [("best reward", f"{best.reward:.10g}{ratio}"), ("best solution", f"#{best.id}, epoch {best.epoch}")]
+        rows += [("best reward", f"{best.reward:.10g}{ratio}"), ("exact check", exact_label(best.exact)),
+                 ("best solution", f"#{best.id}, epoch {best.epoch}")]
+        if heldout is not None and heldout["solution_id"] == best.id:
+            held = f"{heldout['reward']:.10g}" if heldout["valid"] else f"0 ({heldout['status']})"
+            rows.append(("held-out reward", f"{held} on {heldout['about']} (the run's own instances: {best.reward:.10g})"))
     elif run.metrics and run.metrics[-1].get("best_reward") is not None:
         rows.append(("best reward", _fmt(float(run.metrics[-1]["best_reward"]))))
     else:
@@ -153,10 +158,10 @@ def build_report(run_dir: str | Path, out: str | Path | None = None, draw: bool 
     best_known = _best_known(run)
     if run.metrics:
         sections.add("Rewards", "rewards.png", plots.plot_rewards(rd.reward_curves(run.metrics), best_known), [])
-    best = archive_size = code = None
+    best = archive_size = code = heldout = None
     if run.archive_path is not None:
         with ReadOnlyArchive(run.archive_path) as arch:
-            archive_size, best = arch.count(), arch.best()
+            archive_size, best, heldout = arch.count(), arch.best(), rd.heldout(arch)
             _population_section(sections, arch, run)
             _lineage_sections(sections, arch, best, lineages)
             drawn = rendering(run, arch, best) if draw else (None, ["--no-exec: the task's render.py was not run"])
@@ -166,7 +171,7 @@ def build_report(run_dir: str | Path, out: str | Path | None = None, draw: bool 
     _phases_section(sections, run.metrics)
     epochs_done = max(r["epoch"] for r in run.metrics) if run.metrics else None
     wall = sum(float(r.get("epoch_time_s") or 0.0) for r in run.metrics)
-    header = _header(run, best, archive_size, epochs_done, wall, best_known)
+    header = _header(run, best, archive_size, epochs_done, wall, best_known, heldout)
     out.write_text(render_html(f"HELIX run report: {run.path.resolve().name}", header, sections, run.notes, code),
                    encoding="utf-8")
     return out

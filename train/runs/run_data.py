@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -98,6 +99,17 @@ def cfg_get(config: dict | None, section: str, key: str, default=None):
         return default
     value = config[section].get(key, default)
     return default if value is None else value
+
+
+def heldout(arch) -> dict | None:
+    """The run's best program on its task's held-out instances, as the loop stored it at the end of the run
+    (archive meta ``heldout``, train/loop/records.py); None for a task without them, a run not finished, or an
+    unreadable entry."""
+    try:
+        entry = json.loads(arch.get_meta("heldout") or "null")
+    except (json.JSONDecodeError, sqlite3.DatabaseError):
+        return None
+    return entry if isinstance(entry, dict) and {"reward", "valid", "about", "solution_id"} <= set(entry) else None
 
 
 def config_summary(config: dict | None) -> list[tuple[str, object]]:

@@ -18,9 +18,10 @@ everything that decides it (base model, tasks and their starters, prompt setting
 
 The warm-started model is also the run's reference model for the KL: the GRPO update is measured
 against the policy that starts the run. Everything here reads ``WarmStartInputs`` (train.warm_start.config),
-which the run gathers from its config once; the sandbox and the prompts are this room's own, one
-Evaluator and PromptBuilder per task, because the warm start runs (on every rank, under a file lock)
-before the run's rank-0 evaluator exists, for tasks the run may not have, on this machine only.
+which the run gathers from its config once. The data is made here, in the caller's process, with the run's
+own evaluator and prompt builder (``tools_for``: the run's start hands them over, train.api.start); the
+fine-tune is the learner's supervised step (train.learner.supervised), run in a child process
+(train.warm_start.isolated) so that what it leaves in memory leaves with it.
 """
 
 from __future__ import annotations
@@ -30,16 +31,14 @@ import fcntl
 import hashlib
 import json
 import shutil
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable, ContextManager
 
 import numpy as np
-import torch
 
-from train.warm_start.answer_loss import accumulate_prompt, checkpoint_layers
-from train.warm_start.config import WarmStartConfig, WarmStartInputs
+from train.warm_start.config import WarmStartInputs
 
 RECIPE_VERSION = 2  # bump when the data or training changes, so cached models are rebuilt
 
@@ -57,17 +56,22 @@ class Program:
 @dataclass(frozen=True)
 class Example:
     task: str
-    parent: int  # index into the task's parents: examples of one parent share one prompt
+    parent: int  # numbered across the tasks: examples of one parent share one prompt
     prompt_ids: list[int]
     answer: str
     answer_ids: list[int]
 
 
-def policy_source(inputs: WarmStartInputs) -> str:
+# The run's evaluator and prompt builder for a task (train.loop.task_tools.TaskTools: ``.evaluator``,
+# ``.builder``), lent for the time of a ``with``: the run's own for its task, made and closed for another.
+ToolsFor = Callable[[str], ContextManager]
+
+
+def policy_source(inputs: WarmStartInputs, tools_for: ToolsFor) -> str:
     """``model.policy``, or the warm-started directory built from it when ``warm_start.enabled``."""
     if not inputs.recipe.enabled:
         return inputs.base
-    return str(ensure_warm_start(inputs))
+    return str(ensure_warm_start(inputs, tools_for))
 
 
 TRAINABLE = ("edit", "rewrite", "crossover")  # operators whose answers the warm start can write
@@ -99,6 +103,8 @@ def operator_plan(mix: dict[str, float], n: int) -> list[str]:
 
 def cpu_has_native_bf16() -> bool:
     """oneDNN's own check (AVX512-BF16 or AMX); without it torch emulates bf16 matmuls far slower than fp32."""
+    import torch
+
     return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
@@ -114,8 +120,6 @@ def cache_key(inputs: WarmStartInputs) -> str:
     from tasks import load_task
 
     recipe = asdict(inputs.recipe) | {"dtype": autocast_dtype(inputs.recipe.dtype)}  # the weights depend on the resolved one
-    if not recipe["lora_rank"]:  # full fine-tunes keep the keys (and caches) they had before LoRA was an option
-        del recipe["lora_rank"]
     del recipe["gradient_checkpointing"]  # it changes no weight (bitwise), only the memory the fine-tune takes
     # The tasks as resolved, not as written: warm_start.tasks naming one task is that task's own warm start
     # (keyed by its starter below), whichever run asks for it; "a, b" and "a,b" are one recipe.
@@ -139,9 +143,9 @@ def warm_start_dir(inputs: WarmStartInputs) -> Path:
     return cache_root(inputs.cache_dir) / "models" / f"{base}-warm-{cache_key(inputs)}"
 
 
-def ensure_warm_start(inputs: WarmStartInputs, rebuild: bool = False, progress: bool = True) -> Path:
-    """The cached warm-started model directory, built first if missing, in a child process (one builder
-    at a time: the other torchrun ranks wait on a file lock and then find it)."""
+def ensure_warm_start(inputs: WarmStartInputs, tools_for: ToolsFor, rebuild: bool = False, progress: bool = True) -> Path:
+    """The cached warm-started model directory, built first if missing (one builder at a time: another
+    process that wants the same one waits on a file lock and then finds it)."""
     out = warm_start_dir(inputs)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out.parent / f".{out.name}.lock", "w") as lock:
@@ -149,10 +153,27 @@ def ensure_warm_start(inputs: WarmStartInputs, rebuild: bool = False, progress: 
         if rebuild and out.exists():
             shutil.rmtree(out)
         if not (out / "config.json").is_file():
-            from train.warm_start.isolated import build_in_child
-
-            build_in_child(inputs, out, progress)  # its process's leftovers leave with it
+            build(inputs, tools_for, out, progress)
     return out
+
+
+def build(inputs: WarmStartInputs, tools_for: ToolsFor, out: Path, progress: bool = True) -> Path:
+    """Make the data here (the tasks' mutants scored and shown with the run's tools), then fine-tune in a
+    child process, which writes ``out`` atomically with ``warm_start.json`` and ``warm_start_data.jsonl``."""
+    from train.learner.models import TINY_RANDOM, resolve_policy_path
+    from train.warm_start.eta import announce
+    from train.warm_start.isolated import build_in_child
+
+    start = time.perf_counter()
+    print(f"[helix] warm start: building {out} "
+          f"({announce(inputs.recipe, list(inputs.tasks), autocast_dtype(inputs.recipe.dtype))})", flush=True)
+    if inputs.base != TINY_RANDOM:
+        resolve_policy_path(inputs.base, inputs.cache_dir)  # a first GGUF conversion says so here
+    examples, stats = make_examples(inputs, tools_for, np.random.default_rng(inputs.recipe.seed))
+    if not examples:
+        raise RuntimeError("warm start: no valid mutation of the starter program(s) was found; nothing to train on")
+    stats["data_s"] = round(time.perf_counter() - start, 1)
+    return build_in_child(inputs, examples, stats, out, progress)  # its process's leftovers leave with it
 
 
 def _valid_children(evaluator, parent: str, rng: np.random.Generator, want: int, tries: int, seen: set[str],
@@ -174,22 +195,36 @@ def _valid_children(evaluator, parent: str, rng: np.random.Generator, want: int,
     return kept[:want], len(draws), len(kept)
 
 
-def make_examples(inputs: WarmStartInputs, tokenizer, rng: np.random.Generator, say=print) -> tuple[list[Example], dict]:
-    """Every task's examples in turn, each task with its own sandbox pool and prompt builder (set up
-    as the loop sets up its own: the same limits, prompt budget and ancestors)."""
-    from rewards import Evaluator
-    from rollout.prompts import PromptBuilder
+@contextlib.contextmanager
+def _short_search_budget(evaluator):
+    """A search-form program spends the budget it is told: a mutant here needs only to run and come back valid
+    (its first call, from None), so while the data is made it gets the task check's short budget, not a whole
+    search; the run's evaluator gets its own budget back after."""
+    if getattr(evaluator, "form", "construct") != "search":  # a stand-in evaluator (tests) has no form
+        yield
+        return
+    from rewards.search_channel import CHECK_BUDGET_S
+
+    saved = evaluator.budget_s
+    evaluator.budget_s = min(CHECK_BUDGET_S, saved)
+    try:
+        yield
+    finally:
+        evaluator.budget_s = saved
+
+
+def make_examples(inputs: WarmStartInputs, tools_for: ToolsFor, rng: np.random.Generator,
+                  say=print) -> tuple[list[Example], dict]:
+    """Every task's examples in turn, each scored by the run's evaluator for that task and shown by its
+    prompt builder (``tools_for``), so the warm start's prompts are the loop's."""
     from tasks import load_task
 
     examples, stats, next_parent = [], {"drawn": 0, "valid": 0}, 0
     for name in inputs.tasks:
         task = load_task(name)
-        evaluator = Evaluator(task, workers=inputs.eval_workers or None, timeout_s=inputs.timeout_s,
-                              memory_mb=inputs.memory_mb)
-        builder = PromptBuilder(tokenizer, task.prompt_description(inputs.description), task.entry_function,
-                                evaluator.timeout_s, inputs.max_prompt_tokens, inputs.n_ancestors,
-                                template=task.prompt_template)
-        made, n_parents = _task_examples(name, task, inputs, evaluator, builder, tokenizer, rng, stats, next_parent)
+        with tools_for(name) as tools, _short_search_budget(tools.evaluator):
+            made, n_parents = _task_examples(name, task, inputs, tools.evaluator, tools.builder,
+                                             tools.builder.tokenizer, rng, stats, next_parent)
         examples += made
         next_parent += n_parents
         say(f"[helix] warm start: {name}: {n_parents} parents, "
@@ -254,129 +289,3 @@ def _crossover(evaluator, root: Program, parents: list, i: int):
     if result is None or not (result.valid and result.reward > 0):
         return None
     return mate, both, result
-
-
-def lora_config(ws: WarmStartConfig):
-    """The warm start's adapters: rank ``lora_rank`` on every linear layer, alpha = 2 x rank (peft's usual
-    scale of 2), no dropout."""
-    from train.learner.config import LoraConfig
-
-    return LoraConfig(enabled=True, rank=ws.lora_rank, alpha=2.0 * ws.lora_rank, dropout=0.0, target_modules="all-linear")
-
-
-def merged_policy(model, adapters, base: str, cache_dir: str | None):
-    """``model``'s trained adapters merged into a fresh copy of ``base``, as a run's export merges its
-    own (train.learner.export): a plain model that loads without peft."""
-    from train.learner import lora
-    from train.learner.models import load_policy
-
-    state = lora.merged_state(model.state_dict(), adapters)
-    plain, _ = load_policy(base, "float32", cache_dir)
-    plain.load_state_dict(state)
-    return plain.eval()
-
-
-def train(model, examples: list[Example], ws: WarmStartConfig, pad_id: int, progress: bool = True) -> list[float]:
-    """AdamW over the examples, one optimizer step per parent prompt (its answers share its cache, see
-    train.warm_start.answer_loss)."""
-    by_parent: dict[tuple[str, int], list[Example]] = {}
-    for e in examples:
-        by_parent.setdefault((e.task, e.parent), []).append(e)
-    groups = list(by_parent.values())
-    trained = [p for p in model.parameters() if p.requires_grad]  # LoRA: the adapters only
-    optimizer = torch.optim.AdamW(trained, lr=ws.lr, weight_decay=0.0)
-    rng = np.random.default_rng(ws.seed)
-    steps = [groups[i] for _ in range(ws.epochs) for i in rng.permutation(len(groups))]
-    losses = []
-    model.train()
-    if ws.gradient_checkpointing:
-        checkpoint_layers(model)
-    bar = steps
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(steps, desc="warm start", leave=False, unit="step",  # elapsed<remaining: the ETA
-                   bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if autocast_dtype(ws.dtype) == "bfloat16" else contextlib.nullcontext()
-    for group in bar:
-        losses.append(accumulate_prompt(model, group, pad_id, ws.answers_per_pass, autocast))
-        torch.nn.utils.clip_grad_norm_(trained, 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        if progress:
-            bar.set_postfix(loss=f"{losses[-1]:.3f}")
-    if ws.gradient_checkpointing:
-        model.gradient_checkpointing_disable()
-    model.eval()
-    return losses
-
-
-def build(inputs: WarmStartInputs, out: Path, progress: bool = True) -> Path:
-    """Make the data, fine-tune, and write ``out`` atomically with ``warm_start.json`` (what it is
-    and how it went) and ``warm_start_data.jsonl`` (every prompt's parent and target answer)."""
-    from train.learner.console import to_file
-    from train.learner.models import TINY_RANDOM, load_policy, resolve_policy_path
-
-    start = time.perf_counter()
-    from train.warm_start.eta import announce
-
-    print(f"[helix] warm start: building {out} "
-          f"({announce(inputs.recipe, list(inputs.tasks), autocast_dtype(inputs.recipe.dtype))})", flush=True)
-    torch.manual_seed(inputs.recipe.seed)
-    if inputs.base != TINY_RANDOM:
-        resolve_policy_path(inputs.base, inputs.cache_dir)  # a first GGUF conversion says so here
-    chatter = out.parent / f"{out.name}.log"  # transformers' load and save bars
-    with to_file(chatter):
-        model, tokenizer = load_policy(inputs.base, "float32", inputs.cache_dir)
-    rng = np.random.default_rng(inputs.recipe.seed)
-    examples, stats = make_examples(inputs, tokenizer, rng)
-    if not examples:
-        raise RuntimeError("warm start: no valid mutation of the starter program(s) was found; nothing to train on")
-    t_data = time.perf_counter() - start
-    adapters = lora_config(inputs.recipe) if inputs.recipe.lora_rank else None
-    if adapters:
-        from train.learner import lora
-
-        lora.apply(model, adapters)
-    losses = train(model, examples, inputs.recipe, tokenizer.pad_token_id, progress)
-    if adapters:
-        with to_file(chatter):
-            model = merged_policy(model, adapters, inputs.base, inputs.cache_dir)
-    tmp = Path(tempfile.mkdtemp(prefix=out.name + ".tmp-", dir=out.parent))
-    with to_file(chatter):
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-    summary = {"key": out.name, "recipe_version": RECIPE_VERSION, "base": inputs.base, "tasks": list(inputs.tasks),
-               "recipe": asdict(inputs.recipe), "autocast": autocast_dtype(inputs.recipe.dtype), "examples": len(examples),
-               "parents": len({(e.task, e.parent) for e in examples}), "mutations_drawn": stats["drawn"],
-               "mutations_valid": stats["valid"], "prompts_by_operator": stats.get("operators", {}),
-               "loss_first": losses[0], "loss_last": losses[-1], "losses": losses,
-               "data_s": round(t_data, 1), "total_s": round(time.perf_counter() - start, 1),
-               "peak_rss_mib": peak_rss_mib()}
-    _write(tmp, summary, examples)
-    try:
-        tmp.rename(out)
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(f"[helix] warm start: {len(examples)} examples, loss {losses[0]:.3f} -> {losses[-1]:.3f}, "
-          f"{summary['total_s']:.0f} s -> {out}", flush=True)
-    return out
-
-
-def peak_rss_mib() -> int | None:
-    """This process's resident high-water mark (VmHWM), where Linux tells it: the build's memory, on record."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) // 1024
-    except OSError:
-        pass
-    return None
-
-
-def _write(folder: Path, summary: dict, examples: list[Example]) -> None:
-    (folder / "warm_start.json").write_text(json.dumps(summary, indent=1))
-    with open(folder / "warm_start_data.jsonl", "w") as f:
-        for e in examples:
-            f.write(json.dumps({"task": e.task, "parent": e.parent, "prompt_tokens": len(e.prompt_ids),
-                                "answer": e.answer}) + "\n")

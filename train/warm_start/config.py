@@ -29,10 +29,6 @@ class WarmStartConfig:
     # SmolLM2 becomes one layer's, for ~6% more time; the weights are bitwise the same (not in the cache key)
     gradient_checkpointing: bool = True
     lr: Annotated[float, "> 0"] = 5.0e-5
-    # 0: every weight is fine-tuned (AdamW moments for all of them: ~1.6 GB with the gradients on SmolLM2).
-    # >= 1: rank-r LoRA adapters on every linear layer (alpha = 2 r), merged into the saved model, so the run
-    # loads a plain model; adapters want a larger lr (the quickstart: rank 16 at 1e-3)
-    lora_rank: Annotated[int, ">= 0 (0: full fine-tune)"] = 0
     # autocast dtype for the fine-tune, which runs on the CPU (weights stay fp32). auto: bfloat16 where the
     # CPU computes it natively (AVX512-BF16/AMX), else float32: on an AVX2-only CPU bf16 is emulated and a
     # training step is 22x slower than in fp32 (BENCHMARKS.md "CPU dtype")
@@ -42,7 +38,8 @@ class WarmStartConfig:
 
 @dataclass(frozen=True)
 class WarmStartInputs:
-    """What decides the warm-started model, and how its data is made and checked."""
+    """What decides the warm-started model (its cache key), and how its fine-tune runs. The data is scored and
+    shown by the run's own evaluator and prompt builder, which the caller lends (train.warm_start.build)."""
 
     recipe: WarmStartConfig
     base: str  # model.policy: the model fine-tuned
@@ -53,9 +50,7 @@ class WarmStartInputs:
     description: str = "full"
     max_prompt_tokens: int = 4096
     n_ancestors: int = 2
-    # the sandbox, as the loop runs it (task.timeout_s, memory_mb: None = each task's own; eval_workers: 0 = a core each)
+    # the time limit the prompts state (task.timeout_s: None = each task's own); the run's evaluator enforces it
     timeout_s: Optional[float] = None
-    memory_mb: Optional[int] = None
-    eval_workers: int = 0
-    # run.release_memory_every_s: the build's process hands free heap pages back this often (0: never)
+    # run.release_memory_every_s: the fine-tune hands free heap pages back this often (0: never)
     release_memory_every_s: float = 1.0

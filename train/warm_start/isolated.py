@@ -1,4 +1,4 @@
-"""Build the warm start in a child process, so the run that asked for it starts from a clean heap.
+"""Fine-tune the warm start in a child process, so the run that asked for it starts from a clean heap.
 
 Why: a fine-tune leaves ~0.6 GB in the process that ran it, which neither ``gc.collect()`` nor
 ``malloc_trim`` returns (oneDNN's cache of per-shape bf16 kernels and the heap's fragments). In the run's
@@ -6,7 +6,9 @@ own process it sat under every later phase, and the first quickstart on a machin
 its GRPO step where a run with the warm start cached peaks at 3.8 GB (BENCHMARKS.md "Memory"). A child
 returns all of it when it exits. It costs the child's imports, a few seconds in a build of minutes.
 
-The child is a fresh interpreter (``python -m train.warm_start.build_child``), not a multiprocessing spawn:
+The data is made in the caller's process with the run's evaluator and prompt builder (train.warm_start.build);
+the child gets it with the inputs and does the rest: load the base model, the learner's supervised step
+(train.learner.supervised), save. It is a fresh interpreter (``python -m train.warm_start.build_child``), not a multiprocessing spawn:
 spawn re-imports the caller's main script, and a script that calls ``helix.run()`` without an
 ``if __name__ == "__main__"`` guard would build again inside the child and wait forever on the build's
 own lock. The child reads its inputs (pickled) on stdin, inherits the terminal (its progress bar and
@@ -32,8 +34,9 @@ class WarmStartFailed(RuntimeError):
     """The build's process died without saying why (a signal: the OOM killer's, or a crash in C)."""
 
 
-def build_in_child(inputs: WarmStartInputs, out: Path, progress: bool = True) -> Path:
-    """``train.warm_start.build.build`` in a child interpreter; returns ``out``, or raises what the child raised."""
+def build_in_child(inputs: WarmStartInputs, examples: list, stats: dict, out: Path, progress: bool = True) -> Path:
+    """``train.warm_start.build_child.fine_tune_and_save`` on ``examples`` (build.Example) in a child interpreter;
+    returns ``out``, or raises what the child raised."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     # oneDNN keeps a compiled kernel for every matmul shape it meets (1,024 by default), and each answer length
@@ -46,7 +49,7 @@ def build_in_child(inputs: WarmStartInputs, out: Path, progress: bool = True) ->
     os.close(write_fd)
     try:
         try:
-            child.stdin.write(pickle.dumps((inputs, str(out), progress)))
+            child.stdin.write(pickle.dumps((inputs, examples, stats, str(out), progress)))
             child.stdin.close()
         except BrokenPipeError:  # it died before reading: the exit code below says so
             pass

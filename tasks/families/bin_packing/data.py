@@ -18,12 +18,20 @@ up from the family's, whose draw has L2 = L1 + 1 (OR: 56 > 55; Weibull: 49 > 48)
 tests/tasks/test_task_bin_packing.py checks that with an independent transcription of L2, and that
 replacing L2 by L1 in the verifier changes a reward.
 
+Held out (task.yaml ``heldout``; Sim, Renau and Hart, arXiv 2501.11411, find evolved online
+heuristics do not generalise beyond the instances they were evolved on): ``heldout.npz`` beside each
+data.npz holds instances of the same sizes from the same distributions, drawn with seeds no run
+sees: OR_HELDOUT_SEED (1053) for OR1-OR4, 5 instances each, and WEIBULL_HELDOUT_SEED (2053) for 5
+Weibull instances of 5,000 items (no sixth instance: the held-out figure needs no L2 > L1 case).
+The run's best program is scored on them once, at the end of the run, through the same trusted
+driver; like data.npz they never enter the sandbox.
+
 Each file holds ``capacity`` (int), ``names`` (the data sets, in order), ``items_<name>`` (the item
 sizes of its instances one after the other, int16) and ``lengths_<name>`` (items per instance).
 ``read`` turns that back into one array per instance. The trusted driver and the verifier read it;
 nothing of it is copied into the sandbox.
 
-    python -m tasks.families.bin_packing.data  # rewrite both data.npz files
+    python -m tasks.families.bin_packing.data  # rewrite both tasks' data.npz and heldout.npz
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ import numpy as np
 from tasks.base import TASKS_DIR
 
 DATA_FILE = "data.npz"
+HELDOUT_FILE = "heldout.npz"  # the held-out instances (task.yaml heldout): fresh seeds, never in a run
 
 OR_CAPACITY = 150
 OR_SIZES = {"OR1": 120, "OR2": 250, "OR3": 500, "OR4": 1000}
@@ -50,6 +59,8 @@ WEIBULL_INSTANCES = 5
 WEIBULL_SEED = 5000
 WEIBULL_L2_SEED = 5275  # the sixth Weibull5k instance: the first seed from WEIBULL_SEED up with L2 > L1 for 120 items
 L2_ITEMS = 120
+OR_HELDOUT_SEED = 1053  # issue 53; outside the range searched for the L2 seeds above
+WEIBULL_HELDOUT_SEED = 2053
 
 
 def _weibull(rng: np.random.Generator, shape) -> np.ndarray:
@@ -57,26 +68,29 @@ def _weibull(rng: np.random.Generator, shape) -> np.ndarray:
     return np.rint(np.clip(raw, 1, WEIBULL_CAPACITY)).astype(np.int16)
 
 
-def or_instances() -> dict[str, list[np.ndarray]]:
-    rng = np.random.default_rng(OR_SEED)
+def or_instances(heldout: bool = False) -> dict[str, list[np.ndarray]]:
+    rng = np.random.default_rng(OR_HELDOUT_SEED if heldout else OR_SEED)
     sets = {name: list(rng.integers(OR_LOW, OR_HIGH + 1, size=(OR_INSTANCES, n)).astype(np.int16))
             for name, n in OR_SIZES.items()}
-    sets["OR1"].append(np.random.default_rng(OR_L2_SEED).integers(OR_LOW, OR_HIGH + 1, L2_ITEMS).astype(np.int16))
+    if not heldout:
+        sets["OR1"].append(np.random.default_rng(OR_L2_SEED).integers(OR_LOW, OR_HIGH + 1, L2_ITEMS).astype(np.int16))
     return sets
 
 
-def weibull_instances() -> dict[str, list[np.ndarray]]:
-    sets = {"Weibull5k": list(_weibull(np.random.default_rng(WEIBULL_SEED), (WEIBULL_INSTANCES, WEIBULL_ITEMS)))}
-    sets["Weibull5k"].append(_weibull(np.random.default_rng(WEIBULL_L2_SEED), L2_ITEMS))
+def weibull_instances(heldout: bool = False) -> dict[str, list[np.ndarray]]:
+    rng = np.random.default_rng(WEIBULL_HELDOUT_SEED if heldout else WEIBULL_SEED)
+    sets = {"Weibull5k": list(_weibull(rng, (WEIBULL_INSTANCES, WEIBULL_ITEMS)))}
+    if not heldout:
+        sets["Weibull5k"].append(_weibull(np.random.default_rng(WEIBULL_L2_SEED), L2_ITEMS))
     return sets
 
 
-def generate(task: str) -> dict[str, np.ndarray]:
-    """The arrays of one task's data.npz: capacity, names, items_<name>, lengths_<name>."""
+def generate(task: str, heldout: bool = False) -> dict[str, np.ndarray]:
+    """The arrays of one task's data.npz (``heldout``: its heldout.npz): capacity, names, items_<name>, lengths_<name>."""
     if task == "bin_packing_or":
-        capacity, sets = OR_CAPACITY, or_instances()
+        capacity, sets = OR_CAPACITY, or_instances(heldout)
     elif task == "bin_packing_weibull":
-        capacity, sets = WEIBULL_CAPACITY, weibull_instances()
+        capacity, sets = WEIBULL_CAPACITY, weibull_instances(heldout)
     else:
         raise ValueError(f"unknown bin packing task {task!r}; known: bin_packing_or, bin_packing_weibull")
     out = {"capacity": np.array(capacity), "names": np.array(list(sets))}
@@ -99,12 +113,13 @@ def read(path: str | Path) -> tuple[int, dict[str, list[np.ndarray]]]:
     return capacity, sets
 
 
-def write(task: str, folder: Path | None = None) -> Path:
-    path = (folder or TASKS_DIR / task) / DATA_FILE
-    np.savez_compressed(path, **generate(task))
+def write(task: str, folder: Path | None = None, heldout: bool = False) -> Path:
+    path = (folder or TASKS_DIR / task) / (HELDOUT_FILE if heldout else DATA_FILE)
+    np.savez_compressed(path, **generate(task, heldout))
     return path
 
 
 if __name__ == "__main__":
     for name in ("bin_packing_or", "bin_packing_weibull"):
-        print(f"wrote {write(name)}")
+        for held in (False, True):
+            print(f"wrote {write(name, heldout=held)}")

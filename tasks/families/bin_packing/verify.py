@@ -31,12 +31,14 @@ max(#items > C/2, ceil(sum / C)) >= L1.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 
-from tasks.base import Verdict, invalid
+from tasks.base import ExactCheck, Verdict, invalid
 from tasks.families.bin_packing.data import DATA_FILE, read
+from tasks.families.exact import outcome
 
 # FunSearch (Nature 2023) Table 1: fraction of excess bins over the L2 bound, in percent.
 PUBLISHED = {
@@ -89,8 +91,9 @@ class Instances:
     """The item sizes of a task's data sets, read from its data.npz: ``names`` (data set names, in
     order), ``items[name]`` (one int64 array per instance) and ``capacity``."""
 
-    def __init__(self, folder: Path):
-        self.capacity, self.items = read(Path(folder) / DATA_FILE)
+    def __init__(self, folder: Path, file: str = DATA_FILE):
+        """``file``: data.npz (the run's instances) or heldout.npz (tasks/families/bin_packing/data.py)."""
+        self.capacity, self.items = read(Path(folder) / file)
         self.names = list(self.items)
         self.l2 = {n: np.array([l2_bound(inst, self.capacity) for inst in self.items[n]]) for n in self.names}
 
@@ -169,3 +172,24 @@ def verify_packing(inst: Instances, returned) -> Verdict:
     feedback = (f"{label} over the L2 lower bound {mean_pct:.3f}% ({detail}{total_bins} bins, L2 {total_l2}); "
                 f"reward 100/(1 + excess) = {reward:.4f}; lower excess is better")
     return Verdict(reward, True, feedback, metrics)
+
+
+def exact_packing(inst: Instances, returned) -> ExactCheck:
+    """Integers throughout (tasks/base.py ``check_exact``): item sizes and the capacity are integers, so
+    ``verify_packing``'s load check has no tolerance; here every bin's load is summed again in Python
+    integers and the reward 100 / (1 + mean excess) is recomputed as a fraction of bin counts."""
+    excess, over = [], []
+    for name in inst.names:
+        used = 0
+        for k, (entry, sizes) in enumerate(zip(returned[name], inst.items[name])):
+            loads: dict[int, int] = {}
+            for b, size in zip(entry, sizes.tolist()):
+                loads[b] = loads.get(b, 0) + size
+            over += [(float(load - inst.capacity), f"{name} instance {k}: bin {b} holds {load} > {inst.capacity}")
+                     for b, load in loads.items() if load > inst.capacity]
+            used += len(loads)
+        bound = int(inst.l2[name].sum())
+        excess.append(Fraction(used - bound, bound))
+    reward = 100 / (1 + sum(excess) / len(excess))
+    return outcome(over, f"integer sizes and capacity: every bin's load is within {inst.capacity} exactly; reward "
+                         f"100 / (1 + mean excess) = {float(reward):.15g} from integer bin counts", float(reward))

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tasks.base import Verdict, invalid
+from tasks.base import ExactCheck, Verdict, invalid
 
 EPS = 1e-10  # eq. 8
 MAX_ABS_PREDICTION = 1e6  # MEDV is 5 to 50 (thousands of dollars); beyond this a prediction is absurd
@@ -99,3 +99,10 @@ def verify_predictions(y_test: np.ndarray, returned) -> Verdict:
     feedback = (f"held-out RMSE {error:.4f} (MEDV, thousands of dollars) on {n} houses, MAE {mae:.3f}, R^2 {r2:.4f} -> "
                 f"reward 2 - log10(RMSE) = {reward:.4f} (lower RMSE is better; RMSE 1 gives reward 2)")
     return Verdict(reward, True, feedback, {"rmse": error, "mae": mae, "r2": r2, "paper_reward": paper})
+
+
+def unchecked(returned) -> ExactCheck:
+    """No exact check (tasks/base.py ``check_exact``): the reward measures a fitted model's predictions against
+    held-out rows in floating point, with no constraint behind it to hold or fail."""
+    return ExactCheck("unchecked", "the reward is the RMSE of a fitted model's predictions on held-out rows, a "
+                                   "floating-point measurement: no constraint to check exactly")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.base import Verdict, invalid
+from tasks.base import ExactCheck, Verdict, invalid
 
 # Largest known cap sets in Z_3^n, FunSearch (Nature 2023) Figure 4a for n = 3..8 (n = 1, 2: 2 and 4,
 # by hand; the exact maximum is known only for n <= 6).
@@ -139,3 +139,11 @@ def verify_cap_set(returned, n: int) -> Verdict:
         note = f"; the largest known is {best}" + (" (proven maximum)" if n <= 6 else "")
     return Verdict(float(size), True, f"a cap set of {size} vectors in Z_3^{n}{note}",
                    {"size": float(size), "fraction_of_best_known": size / best})
+
+
+def exact_cap_set(returned, n: int) -> ExactCheck:
+    """Integers mod 3: ``verify_cap_set``'s line check is exact integer arithmetic with no tolerance, so a set it
+    accepted is a cap set exactly; the size is counted again here (tasks/base.py ``check_exact``)."""
+    size = len({tuple(v) for v in returned})
+    return ExactCheck("exact", f"integers mod 3: {size} distinct vectors with no line, checked in integer arithmetic "
+                               "by the verifier itself (no tolerance)", float(size))

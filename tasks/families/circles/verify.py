@@ -180,10 +180,11 @@ def invalid_packing(problems: list) -> Verdict | None:
     return invalid(text, violations=float(count), worst_violation=float(problems[0][0]))
 
 
-def verify_packing(returned, n: int, container: str, best: float) -> Verdict:
+def verify_packing(returned, n: int, container: str, best: float, usage_text: str | None = None) -> Verdict:
     """The verdict on ``n`` circles in the unit ``container`` (square [0,1]^2, or the disk of
-    radius 1 at the origin)."""
-    usage_text = usage(n)
+    radius 1 at the origin). ``usage_text``: what a rejection says the entry function must return
+    (default ``usage(n)``, run_packing's; a search-form task names its own entry)."""
+    usage_text = usage_text or usage(n)
     centers, radii, err = _unpack(returned, usage_text)
     if err is None:
         centers, err = as_array(centers, (n, 2), "centers", usage_text)

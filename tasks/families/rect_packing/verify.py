@@ -65,8 +65,8 @@ def _side(value, name: str, usage_text: str):
     return value, None
 
 
-def _unpack(returned, n: int):
-    usage_text = usage(n)
+def _unpack(returned, n: int, usage_text: str | None = None):
+    usage_text = usage_text or usage(n)
     if not isinstance(returned, dict):
         return None, f"{usage_text}; got {type(returned).__name__}"
     missing = [k for k in ("width", "height", "centers", "radii") if k not in returned]
@@ -100,9 +100,10 @@ def _bounds_problem(centers, radii, width: float, height: float):
                                    f"{edge} by {-gaps[i, side]:.3g}")
 
 
-def verify_rect_packing(returned, n: int, best: float) -> Verdict:
-    """The verdict on ``n`` circles in a rectangle [0, w] x [0, h] with w + h <= 2."""
-    parts, err = _unpack(returned, n)
+def verify_rect_packing(returned, n: int, best: float, usage_text: str | None = None) -> Verdict:
+    """The verdict on ``n`` circles in a rectangle [0, w] x [0, h] with w + h <= 2. ``usage_text``:
+    what a rejection says the entry function must return (default ``usage(n)``, run_packing's)."""
+    parts, err = _unpack(returned, n, usage_text or usage(n))
     if err is not None:
         return invalid(err)
     width, height, centers, radii = parts

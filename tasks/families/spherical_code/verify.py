@@ -62,9 +62,9 @@ def min_angle(points) -> float:
     return float(pairwise_angles(unit)[2].min())
 
 
-def _points(returned, n: int):
+def _points(returned, n: int, usage_text: str | None = None):
     """A finite float array of shape (n, 3), or (None, why)."""
-    usage_text = usage(n)
+    usage_text = usage_text or usage(n)
     if isinstance(returned, dict):
         if "points" not in returned:
             return None, f"the returned dict lacks 'points'; {usage_text}"
@@ -94,9 +94,10 @@ def _points(returned, n: int):
     return arr, None
 
 
-def verify_code(returned, n: int, best: float) -> Verdict:
-    """The verdict on ``n`` points on S^2: reward theta_min in radians."""
-    points, err = _points(returned, n)
+def verify_code(returned, n: int, best: float, usage_text: str | None = None) -> Verdict:
+    """The verdict on ``n`` points on S^2: reward theta_min in radians. ``usage_text``: what a
+    rejection says the entry function must return (default ``usage(n)``, run_spherical_code's)."""
+    points, err = _points(returned, n, usage_text or usage(n))
     if err is not None:
         return invalid(err)
     unit, norms = normalise(points)

@@ -107,7 +107,7 @@ def _guard(app: FastAPI, hosts: HostCheck) -> None:
 def _routes(app: FastAPI, root: Path) -> None:
     """The JSON API: each route reads through ``train.runs.browse``; ``run`` names a run under ``root``."""
     run_path = lambda run: browse.resolve_run(root, run)  # noqa: E731
-    SID = Query(..., ge=0, le=MAX_INT)  # noqa: N806
+    SID = Query(..., ge=0, le=MAX_INT)
     pictures = _Pictures()
 
     @app.get("/api/runs")

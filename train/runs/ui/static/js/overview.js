@@ -48,11 +48,15 @@ function solutionsTable() {
 }
 
 function header(head, ov) {
-  const best = ov.best ? h("span", {}, sol(ov.best.id), ` reward ${fmt(ov.best.reward, 10)} (epoch ${ov.best.epoch})`)
+  const best = ov.best ? h("span", {}, sol(ov.best.id), ` reward ${fmt(ov.best.reward, 10)} (epoch ${ov.best.epoch}; ${ov.best.exact})`)
     : "no valid solution yet";
-  head.replaceChildren(kv([["status", h("span", {cls: "status-" + ov.status}, ov.status)],
-    ["epochs logged", ov.epoch.length ? ov.epoch[ov.epoch.length - 1] : "none"], ["solutions", ov.solutions], ["best", best]]),
-  ov.notes.map(n => h("p", {cls: "note"}, "Note: " + n)));
+  const rows = [["status", h("span", {cls: "status-" + ov.status}, ov.status)],
+    ["epochs logged", ov.epoch.length ? ov.epoch[ov.epoch.length - 1] : "none"], ["solutions", ov.solutions], ["best", best]];
+  const ex = ov.best_exact, held = ov.heldout;
+  if (ex) rows.push(["best that holds exactly", h("span", {}, sol(ex.id), ` reward ${fmt(ex.reward, 10)} (epoch ${ex.epoch})`)]);
+  if (held) rows.push(["held out", h("span", {id: "heldout"}, sol(held.solution_id),
+    ` reward ${held.valid ? fmt(held.reward, 10) : "0 (" + held.status + ")"} on ${held.about}`)]);
+  head.replaceChildren(kv(rows), ov.notes.map(n => h("p", {cls: "note"}, "Note: " + n)));
 }
 
 function operators(ov) {

@@ -3,10 +3,10 @@ import {api, app, fmt, h, table, url} from "./dom.js";
 
 function runRow(r) {
   const name = h("a", {href: url("/run", {run: r.run})}, r.run || r.name);
-  if (r.error) return [name, h("span", {cls: "bad"}, "unreadable: " + r.error), "", "", "", "", "", ""];
+  if (r.error) return [name, h("span", {cls: "bad"}, "unreadable: " + r.error), "", "", "", "", "", "", ""];
   const epochs = r.epochs_planned ? `${fmt(r.epochs)} / ${r.epochs_planned}` : fmt(r.epochs);
   return [name, r.task, r.variant, h("span", {cls: "status-" + r.status}, r.status), epochs, r.solutions, r.best,
-    r.ratio === null ? "–" : r.ratio.toFixed(4)];
+    r.best_exact || "–", r.ratio === null ? "–" : r.ratio.toFixed(4)];
 }
 
 function compareLinks(runs) {
@@ -21,7 +21,7 @@ function compareLinks(runs) {
 
 export async function viewRuns() {
   const data = await api("runs");
-  const head = ["run", "task", "variant", "status", "epochs", "solutions", "best reward", "ratio to best known"];
+  const head = ["run", "task", "variant", "status", "epochs", "solutions", "best reward", "its exact check", "ratio to best known"];
   const runs = table(head, data.runs.map(runRow));
   runs.id = "runs";
   const cmp = compareLinks(data.runs.filter(r => !r.error));

@@ -8,7 +8,8 @@ const NO_TEXT = "The prompt's text is not recorded for this run (runs record it 
 
 function fields(s) {
   const time = s.eval_time_s === null ? "–" : s.eval_time_s.toFixed(3) + " s";
-  return kv([["reward", s.reward], ["validity", validity(s.valid)], ["epoch", s.epoch], ["operator", s.operator],
+  return kv([["reward", s.reward], ["validity", validity(s.valid)], ["exact check", s.exact_label], ["epoch", s.epoch],
+    ["operator", s.operator],
     ["evaluation time", time], ["parent", s.parent_id === null ? "none (the starter)" : sol(s.parent_id)],
     ["second parent", s.second_parent_id === null ? "–" : sol(s.second_parent_id)], ["prompt id", s.prompt_id],
     ["children", `${s.n_children}`]]);

@@ -1,0 +1,1 @@
+"""Kissing configurations, checked exactly: kissing_number_11."""
