@@ -10,7 +10,7 @@ slsqp (no LLM: scipy SLSQP restarts for --optimiser-s). Model settings: smollm2 
 and warm (HELIX's warm start of it for the task), served by vLLM's OpenAI server on loopback. Every program any
 system writes is scored by HELIX's verifier in HELIX's sandbox. A row that finished is not run again (its
 result.json under --out); a failed row is one line and the others still run. Tables: OUT/peers.md and
-OUT/results.json. The modules are train/commands/peers/ (campaign.py says what goes where).
+OUT/results.json. The modules are scripts/bench/benchlib/peers/ (campaign.py says what goes where).
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ import difflib
 import sys
 from pathlib import Path
 
+from benchlib.peers.campaign import SETTINGS, Plan, run
+from benchlib.peers.systems import ROOT, SYSTEMS
+
 from tasks import available_tasks
-from train.commands.peers.campaign import SETTINGS, Plan, run
-from train.commands.peers.systems import ROOT, SYSTEMS
 
 TASKS = ("circle_packing_26", "keane_bump_10")  # the default pair; slsqp knows these and keane_bump_20/30
 

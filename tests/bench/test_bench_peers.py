@@ -1,4 +1,4 @@
-"""scripts/bench/bench_peers.py (train/commands/peers/) without the peers or a model: the numbers a row reports (from
+"""scripts/bench/bench_peers.py (scripts/bench/benchlib/peers/) without the peers or a model: the numbers a row reports (from
 records summed by hand), the table, the row cache, the gate's budget, a crashed row being one line while the
 others run, the wall cap, and that nothing a row or a server started is left running or listening."""
 
@@ -17,14 +17,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from train.commands.peers import campaign, procs, results, rows, server
-from train.commands.peers.gate import Gate
-from train.commands.peers.results import RowResult, cached, markdown, outcome, save, summary_rows
-from train.commands.peers.systems import Launch, System
+from benchlib.peers import campaign, procs, results, rows, server
+from benchlib.peers.gate import Gate
+from benchlib.peers.results import RowResult, cached, markdown, outcome, save, summary_rows
+from benchlib.peers.systems import SYSTEMS, Launch, System, helix_pythonpath
 
 ROOT = Path(__file__).resolve().parents[2]
-PEER_SIDE = ROOT / "train" / "commands" / "peers" / "peer_side"
+PEER_SIDE = ROOT / "scripts" / "bench" / "benchlib" / "peers" / "peer_side"
 
 
 def runpy_module(path: Path) -> dict:
@@ -266,7 +265,7 @@ def test_a_server_that_dies_at_start_is_one_line_naming_its_log(tmp_path):
     assert str(tmp_path / "server.log") in text
 
 
-# A fake system: it writes one record per child into the row's score log, as train/commands/peers/score.py does.
+# A fake system: it writes one record per child into the row's score log, as scripts/bench/benchlib/peers/score.py does.
 WRITER = textwrap.dedent("""
     import json, sys, time
     log, n, crash, counter = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "crash", sys.argv[4]
@@ -347,8 +346,9 @@ def test_score_cli_scores_in_the_sandbox_and_logs_the_record(tmp_path):
     program = tmp_path / "p.py"
     program.write_text((ROOT / "tasks" / "circle_packing_26" / "initial_program.py").read_text())
     log = tmp_path / "evals.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "train.commands.peers.score", "circle_packing_26", str(program), "--log", str(log)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "benchlib.peers.score", "circle_packing_26", str(program), "--log", str(log)],
+                          env=dict(os.environ, PYTHONPATH=helix_pythonpath()), capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
     assert out["valid"] and out["starter"] and out["reward"] == pytest.approx(1.8365015544609251, abs=1e-12)
@@ -360,8 +360,8 @@ def test_score_cli_scores_in_the_sandbox_and_logs_the_record(tmp_path):
 def test_shinka_wrapper_writes_helix_verdict_in_shinka_files(tmp_path):
     program = tmp_path / "main.py"
     program.write_text("def run_packing():\n    return 1\n")  # runs, but is no packing
-    spec = {"python": sys.executable, "root": str(ROOT), "task": "circle_packing_26", "log": str(tmp_path / "e.jsonl"),
-            "timeout_s": 20}
+    spec = {"python": sys.executable, "root": str(ROOT), "pythonpath": helix_pythonpath(), "task": "circle_packing_26",
+            "log": str(tmp_path / "e.jsonl"), "timeout_s": 20}
     proc = subprocess.run([sys.executable, str(PEER_SIDE / "shinka_evaluate.py"),
                            "--program_path", str(program), "--results_dir", str(tmp_path / "res")],
                           env=dict(os.environ, HELIX_PEER_SCORE=json.dumps(spec)), capture_output=True, text=True, timeout=120)
@@ -373,8 +373,8 @@ def test_shinka_wrapper_writes_helix_verdict_in_shinka_files(tmp_path):
 
 
 def test_a_scorer_that_fails_is_logged_and_fails_the_row(tmp_path):
-    spec = {"python": sys.executable, "root": str(tmp_path), "task": "circle_packing_26", "log": str(tmp_path / "e.jsonl"),
-            "timeout_s": 20}  # no HELIX checkout at root: the scorer cannot start
+    spec = {"python": sys.executable, "root": str(tmp_path), "pythonpath": str(tmp_path), "task": "circle_packing_26",
+            "log": str(tmp_path / "e.jsonl"), "timeout_s": 20}  # no benchlib on its path: the scorer cannot start
     program = tmp_path / "main.py"
     program.write_text("def run_packing():\n    return 1\n")
     proc = subprocess.run([sys.executable, str(PEER_SIDE / "shinka_evaluate.py"), "--program_path", str(program),
@@ -395,8 +395,8 @@ def test_openevolve_wrapper_returns_helix_reward_as_combined_score(tmp_path, mon
         "from dataclasses import dataclass, field\n@dataclass\nclass EvaluationResult:\n"
         "    metrics: dict\n    artifacts: dict = field(default_factory=dict)\n")
     monkeypatch.syspath_prepend(str(tmp_path / "fake"))
-    spec = {"python": sys.executable, "root": str(ROOT), "task": "circle_packing_26", "log": str(tmp_path / "e.jsonl"),
-            "timeout_s": 20}
+    spec = {"python": sys.executable, "root": str(ROOT), "pythonpath": helix_pythonpath(), "task": "circle_packing_26",
+            "log": str(tmp_path / "e.jsonl"), "timeout_s": 20}
     monkeypatch.setenv("HELIX_PEER_SCORE", json.dumps(spec))
     module = runpy_module(PEER_SIDE / "openevolve_evaluator.py")
     starter = tmp_path / "p.py"
@@ -407,10 +407,21 @@ def test_openevolve_wrapper_returns_helix_reward_as_combined_score(tmp_path, mon
     assert results.read_records(tmp_path / "e.jsonl")[0]["starter"] is True
 
 
-def test_optimiser_gradients_match_finite_differences():
-    from scipy.optimize import approx_fprime, check_grad
+def test_the_optimiser_row_starts_from_its_own_launch_with_the_bench_on_its_path(tmp_path):
+    row = campaign.make_row(campaign.Plan(tmp_path, ["smollm2"], ["keane_bump_10"], [0], ["slsqp"], 8, 60.0, 0.5),
+                            "slsqp", "smollm2", "keane_bump_10", 0, tmp_path / "model")
+    row.out.mkdir(parents=True)
+    launch = SYSTEMS["slsqp"].launch(row, "", "", tmp_path / "install.log")
+    env = {k: v for k, v in dict(os.environ, **launch.env).items() if v is not None}  # as rows.run_row does
+    proc = subprocess.run(launch.cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    logged = results.read_records(row.log)
+    assert logged[0]["starter"] is True and len(logged) >= 2 and all(r["valid"] for r in logged)
 
-    from train.commands.peers.optimiser import circle_problem, keane_problem
+
+def test_optimiser_gradients_match_finite_differences():
+    from benchlib.peers.optimiser import circle_problem, keane_problem
+    from scipy.optimize import approx_fprime, check_grad
 
     rng = np.random.default_rng(3)
     keane = keane_problem(10)
@@ -426,10 +437,10 @@ def test_optimiser_gradients_match_finite_differences():
 
 
 def test_one_slsqp_restart_from_the_starters_layout_is_a_valid_better_packing():
+    from benchlib.peers.optimiser import circle_problem
     from scipy.optimize import minimize
 
     from tasks import load_task
-    from train.commands.peers.optimiser import circle_problem
 
     task = load_task("circle_packing_26")
     centres = [[0.5, 0.5]] + [[0.5 + 0.3 * np.cos(2 * np.pi * i / 8), 0.5 + 0.3 * np.sin(2 * np.pi * i / 8)] for i in range(8)]
@@ -462,7 +473,7 @@ def dummy_wheel(folder: Path, version: str) -> Path:
 
 
 def test_a_peer_installs_once_into_its_own_venv_and_a_failed_install_is_one_line(tmp_path, monkeypatch):
-    from train.commands.peers import install
+    from benchlib.peers import install
 
     wheels = tmp_path / "wheels"
     dummy_wheel(wheels, "0.1")

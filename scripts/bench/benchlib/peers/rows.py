@@ -12,11 +12,11 @@ import shutil
 import time
 from pathlib import Path
 
-from train.commands.peers.gate import Gate
-from train.commands.peers.procs import run_capped, tail_error
-from train.commands.peers.results import RowResult, archive_records, outcome, read_records, scorer_errors
-from train.commands.peers.server import Server
-from train.commands.peers.systems import ROOT, Row, System
+from benchlib.peers.gate import Gate
+from benchlib.peers.procs import run_capped, tail_error
+from benchlib.peers.results import RowResult, archive_records, outcome, read_records, scorer_errors
+from benchlib.peers.server import Server
+from benchlib.peers.systems import ROOT, Row, System
 
 SYSTEM_LOG = "system.log"
 

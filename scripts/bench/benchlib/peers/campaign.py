@@ -22,11 +22,11 @@ import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from train.commands.peers.install import cache_root
-from train.commands.peers.results import RowResult, cached, markdown, save
-from train.commands.peers.rows import failed, run_row
-from train.commands.peers.server import ServerError, served
-from train.commands.peers.systems import QUICKSTART, ROOT, SYSTEMS, Row
+from benchlib.peers.install import cache_root
+from benchlib.peers.results import RowResult, cached, markdown, save
+from benchlib.peers.rows import failed, run_row
+from benchlib.peers.server import ServerError, served
+from benchlib.peers.systems import QUICKSTART, ROOT, SYSTEMS, Row
 
 SETTINGS = ("smollm2", "warm")
 BENCH_VERSION = 1  # bump when a change to the bench changes what a row measures

@@ -1,7 +1,7 @@
 """The systems of the comparison, a registry: how each one is launched for one row, and where its evaluation
 records are read back. Every system gets the same starter (the task's initial_program.py), the same
 children budget and the same wall-time cap; the peers and HELIX ``evo_only`` sample from the shared server
-through a counting gate (train/commands/peers/gate.py); HELIX's trained rows hold their policy in-process (a frozen
+through a counting gate (scripts/bench/benchlib/peers/gate.py); HELIX's trained rows hold their policy in-process (a frozen
 server cannot be trained), started from the same weights.
 
 A peer runs with its own prompts and defaults; what the bench sets is the model endpoint, the budget, the
@@ -12,18 +12,20 @@ configuration changes that make it run on this box, each with the exact error it
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from train.commands.peers.install import PeerPackage, ensure_installed
+from benchlib.peers.install import PeerPackage, ensure_installed
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
+BENCH = ROOT / "scripts" / "bench"  # where ``benchlib`` is found
 PEER_SIDE = Path(__file__).resolve().parent / "peer_side"
 QUICKSTART = ROOT / "configs" / "quickstart.yaml"  # HELIX's CPU recipe (warm start off here: the model is given)
-EVALS = "evals.jsonl"  # a row's score log (train/commands/peers/score.py's records)
+EVALS = "evals.jsonl"  # a row's score log (scripts/bench/benchlib/peers/score.py's records)
 
 OPENEVOLVE = PeerPackage("openevolve", "0.4.0", "openevolve")
 SHINKA = PeerPackage("shinka-evolve", "0.0.7", "shinka")
@@ -90,10 +92,18 @@ class System:
     key: Callable[[], dict] = dict  # what, besides the row, decides its result (pins, workarounds)
 
 
+def helix_pythonpath() -> str:
+    """PYTHONPATH for a HELIX-side ``python -m benchlib.peers.X`` (the scorer, the optimiser): benchlib is no
+    package of the install, so scripts/bench/ goes first, as it does for a benchmark run as a script."""
+    return os.pathsep.join([str(BENCH), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
 def score_env(row: Row) -> dict[str, str]:
     """Where a peer's evaluator wrapper finds HELIX's scorer (read by peer_side/*evaluat*.py)."""
-    spec = {"python": sys.executable, "root": str(ROOT), "task": row.task, "log": str(row.log), "timeout_s": row.timeout_s}
-    # PYTHONPATH (a checkout's, say) is HELIX's business, not the peer's: its Python sees only its own venv
+    spec = {"python": sys.executable, "root": str(ROOT), "pythonpath": helix_pythonpath(), "task": row.task,
+            "log": str(row.log), "timeout_s": row.timeout_s}
+    # PYTHONPATH is HELIX's business, not the peer's: its Python sees only its own venv; the wrapper hands
+    # spec["pythonpath"] to HELIX's Python alone
     return {"HELIX_PEER_SCORE": json.dumps(spec), "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", "PYTHONPATH": None}
 
 
@@ -153,8 +163,8 @@ def helix_launch(variant: str) -> Callable[[Row, str, str, Path], Launch]:
 
 
 def optimiser_launch(row: Row, url: str, model: str, install_log: Path) -> Launch:
-    return Launch([sys.executable, "-m", "train.commands.peers.optimiser", row.task, "--seconds", str(row.wall_s),
-                   "--seed", str(row.seed), "--log", str(row.log)],
+    return Launch([sys.executable, "-m", "benchlib.peers.optimiser", row.task, "--seconds", str(row.wall_s),
+                   "--seed", str(row.seed), "--log", str(row.log)], {"PYTHONPATH": helix_pythonpath()},
                   notes=["no LLM: SLSQP restarts for the whole wall time, each restart one child"])
 
 

@@ -1,7 +1,7 @@
 """ShinkaEvolve's evaluator contract around HELIX's sandbox: run as ``evaluate.py --program_path P
 --results_dir D`` (Shinka's local job), it writes D/metrics.json (``combined_score``: HELIX's trusted reward;
 ``text_feedback``: HELIX's feedback) and D/correct.json (``correct``: HELIX's verdict). The program never runs
-here: HELIX's Python scores it (``python -m train.commands.peers.score``, inside HELIX's sandbox) and logs the result
+here: HELIX's Python scores it (``python -m benchlib.peers.score``, inside HELIX's sandbox) and logs the result
 for the bench. Shinka copies this file into its results folder, so it is self-contained and imports nothing of
 HELIX; where to find HELIX comes in the environment (HELIX_PEER_SCORE, JSON, set by the bench).
 """
@@ -15,10 +15,12 @@ import time
 
 def helix_score(program_path):
     spec = json.loads(os.environ["HELIX_PEER_SCORE"])
-    cmd = [spec["python"], "-m", "train.commands.peers.score", spec["task"], str(program_path), "--log", spec["log"],
+    cmd = [spec["python"], "-m", "benchlib.peers.score", spec["task"], str(program_path), "--log", spec["log"],
            "--timeout-s", str(spec["timeout_s"])]
     try:
-        proc = subprocess.run(cmd, cwd=spec["root"], capture_output=True, text=True, timeout=3 * spec["timeout_s"] + 120)
+        env = dict(os.environ, PYTHONPATH=spec["pythonpath"])  # HELIX's Python's alone: where benchlib is
+        proc = subprocess.run(cmd, cwd=spec["root"], env=env, capture_output=True, text=True,
+                              timeout=3 * spec["timeout_s"] + 120)
         if proc.returncode != 0 or not proc.stdout.strip():
             raise RuntimeError(f"HELIX's scorer failed (exit {proc.returncode}): {proc.stderr.strip()[-300:]}")
         return json.loads(proc.stdout.strip().splitlines()[-1])

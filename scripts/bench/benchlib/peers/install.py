@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 CONSTRAINTS = ROOT / "constraints.txt"
 UV_FLAGS = ROOT / "scripts" / "uv_flags.py"
 STAMP = ".helix-peer-stamp"

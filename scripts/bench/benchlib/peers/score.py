@@ -2,7 +2,7 @@
 wrapper calls (as a subprocess of HELIX's Python), so no peer ever runs a generated program itself and no
 peer's number is taken on trust.
 
-    .venv/bin/python -m train.commands.peers.score TASK PROGRAM_FILE --log EVALS.jsonl [--timeout-s 20]
+    .venv/bin/python -m benchlib.peers.score TASK PROGRAM_FILE --log EVALS.jsonl [--timeout-s 20]
 
 Prints one JSON object: reward, valid, status, feedback, eval_time_s. The same record (without the
 feedback, with the program's hash and the time) is appended to ``--log``, the bench's own account of
@@ -52,7 +52,7 @@ def score(task_name: str, code: str, timeout_s: float | None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m train.commands.peers.score", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchlib.peers.score", description=__doc__.split("\n\n")[0])
     parser.add_argument("task")
     parser.add_argument("program", type=Path)
     parser.add_argument("--log", type=Path, help="append the record here (JSON lines)")

@@ -1,7 +1,7 @@
 """The comparison's numbers: one row's outcome from its evaluation records, seeds summarised as mean and range,
 and the markdown table. Pure: no process, no file but the row's cached JSON.
 
-Every system's records are HELIX's own verdicts (train/commands/peers/score.py, HELIX's archive, or the optimiser's
+Every system's records are HELIX's own verdicts (scripts/bench/benchlib/peers/score.py, HELIX's archive, or the optimiser's
 ``task.verify``); nothing a peer reports is used. A row's children are its LLM completions (the gate's count)
 or, for HELIX, its archived children; a child whose answer never became a program (an edit that did not
 apply, a reply without code) counts as a child and is not valid.

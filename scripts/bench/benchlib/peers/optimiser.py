@@ -1,12 +1,12 @@
 """The comparison's yardstick without an LLM: scipy's SLSQP restarted from perturbed starts for a fixed wall
 time, on the same task from the same starter, each restart's result scored by the task's own verifier.
 
-    .venv/bin/python -m train.commands.peers.optimiser TASK --seconds 1800 --seed 0 --log EVALS.jsonl
+    .venv/bin/python -m benchlib.peers.optimiser TASK --seconds 1800 --seed 0 --log EVALS.jsonl
 
 The first start is what the starter program returns (run once in HELIX's sandbox, like every other
 system's starter); every later start is the best point so far plus Gaussian noise of a log-uniform scale,
 so the search both polishes and jumps. Each restart is one "child" in the bench's table and one record in
-the log, in train/commands/peers/score.py's format. This is trusted code: its points are data, handed to
+the log, in scripts/bench/benchlib/peers/score.py's format. This is trusted code: its points are data, handed to
 ``task.verify`` (the verifier the sandbox's results go through) without running any program.
 
 Tasks: circle_packing_26 (maximise the sum of radii: variables x, y, r per circle, r >= 0, inside the
@@ -28,7 +28,7 @@ from typing import Callable
 import numpy as np
 from scipy.optimize import minimize
 
-from train.commands.peers.score import append_record
+from benchlib.peers.score import append_record
 
 SHRINK = 1e-9  # radii are shrunk by this before scoring: SLSQP's solutions touch within round-off
 
@@ -187,7 +187,7 @@ def run(task_name: str, seconds: float, seed: int, log: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m train.commands.peers.optimiser", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchlib.peers.optimiser", description=__doc__.split("\n\n")[0])
     parser.add_argument("task")
     parser.add_argument("--seconds", type=float, required=True)
     parser.add_argument("--seed", type=int, default=0)

@@ -21,9 +21,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from train.commands.peers.procs import PeakSampler, stop_tree, tail_error
+from benchlib.peers.procs import PeakSampler, stop_tree, tail_error
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 SERVE = ROOT / "scripts" / "serve.py"
 STARTUP_S = 900.0  # vLLM on a busy 2-core box: ~100 s; a cold one compiles nothing (eager), so 15 min means broken
 # Completions that came back, whatever stopped them; an aborted request (the client gave up) is not one.
