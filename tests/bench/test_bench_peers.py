@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -416,7 +417,17 @@ def test_the_optimiser_row_starts_from_its_own_launch_with_the_bench_on_its_path
     proc = subprocess.run(launch.cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     logged = results.read_records(row.log)
-    assert logged[0]["starter"] is True and len(logged) >= 2 and all(r["valid"] for r in logged)
+    assert logged[0]["starter"] is True and logged[0]["valid"] and json.loads(proc.stdout)["restarts"] == len(logged) - 1
+
+
+def test_the_optimiser_ends_within_its_seconds_from_its_start(tmp_path):
+    from benchlib.peers import optimiser
+
+    started = time.monotonic()  # as if the process had started now: the starter's evaluation counts against it
+    got = optimiser.run("keane_bump_10", optimiser.EXIT_S + 2.0, 0, tmp_path / "e.jsonl", started=started)
+    assert time.monotonic() - started <= 2.0 + 0.5  # its last restart ended before the time left for its exit
+    logged = results.read_records(tmp_path / "e.jsonl")
+    assert got["restarts"] == len(logged) - 1 and got["best"] == max(r["reward"] for r in logged if r["valid"])
 
 
 def test_optimiser_gradients_match_finite_differences():
