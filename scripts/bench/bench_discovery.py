@@ -34,7 +34,11 @@ from train.commands import ablate
 from train.runs.ablation import run_curves
 
 VARIANTS = ["helix", "evo_only", "entropic", "iterate"]
-TARGETS = {"circle_packing_26_search": [2.60, 2.62, 2.63], "circle_packing_32_search": [2.90, 2.93, 2.939]}
+# The 2.60 / 2.62 / 2.63 are timed too, though the search starter's own first run (the root, t = 0) is
+# already past 2.63 on circle packing 26 (tasks/circle_packing_26_search): the targets that separate variants are
+# the last digits of the record (2.6359830849), and, for 32 circles, the starter's stuck 2.93449 against 2.93957.
+TARGETS = {"circle_packing_26_search": [2.60, 2.62, 2.63, 2.635, 2.6359],
+           "circle_packing_32_search": [2.935, 2.937, 2.939]}
 CONFIG = ablate.ROOT / "configs" / "search.yaml"
 
 
