@@ -97,6 +97,7 @@ RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_runner.
 LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launcher.py")
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TASKS_DIR = os.path.join(REPO_DIR, "tasks")  # held-out data lives there: never visible to programs
+USER_TASK_ENVS = ("HELIX_TASKS", "HELIX_TASK_PATHS")  # tasks.paths.ENV, CONFIG_ENV: a user's task folders, hidden too
 MAX_RESULT_BYTES = 8 << 20
 MAX_FILE_BYTES = 16 << 20
 SANDBOX_USER = "nobody"
@@ -253,6 +254,14 @@ def visible_paths() -> tuple[str, ...]:
     return (*fs_jail.SYSTEM_PATHS, *sorted(python), RUNNER)
 
 
+def hidden_paths() -> tuple[str, ...]:
+    """tasks/ and the user's task folders, whose held-out data no program may read even where a visible folder
+    holds them: HELIX_TASKS's and the loaded config's task.paths (HELIX_TASK_PATHS), read from the environment
+    as tasks/paths.py keeps them (this package imports nothing of tasks/: a Ray worker has only rewards/)."""
+    extra = [p for name in USER_TASK_ENVS for p in os.environ.get(name, "").split(os.pathsep) if p.strip()]
+    return (TASKS_DIR, *dict.fromkeys(os.path.abspath(os.path.expanduser(p)) for p in extra))
+
+
 def _launch_plan(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, workdir: str,
                  cgroup_procs: str | None, jail_root: str, inputs: tuple[str, ...] = ()) -> dict:
     """What ``rewards.launcher`` does in the new process before it execs the runner, all computed here."""
@@ -269,8 +278,8 @@ def _launch_plan(memory_mb: int, timeout_s: float, ids: tuple[int, int] | None, 
         (fallback if cgroup_procs else wanted).append((resource.RLIMIT_NPROC, nproc, nproc))
     limits, without_cgroup = [_within_hard(*w) for w in wanted], [_within_hard(*w) for w in fallback]
     userns = _userns_maps() if os.geteuid() != 0 and _unshare is not None and _userns_allowed else None
-    # tasks/ is hidden even where a visible folder holds it (a non-editable install's site-packages)
-    jail = fs_jail.plan(workdir, jail_root, visible_paths(), hide=(TASKS_DIR,), userns=userns is not None,
+    # tasks/ is hidden even where a visible folder holds it (a non-editable install's site-packages), a user's too
+    jail = fs_jail.plan(workdir, jail_root, visible_paths(), hide=hidden_paths(), userns=userns is not None,
                         scratch_mb=memory_mb, inputs=inputs)
     return {"cgroup_procs": cgroup_procs, "userns_maps": userns, "namespaces": _unshare is not None,
             "jail": jail._asdict() if jail is not None else None,

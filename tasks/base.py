@@ -1,5 +1,5 @@
-"""The task contract: a folder under tasks/ with task.yaml, description.md, initial_program.py, verifier.py,
-and optionally prompt.md and brief.md.
+"""The task contract: a folder under tasks/ (or a user's, elsewhere: tasks/paths.py) with task.yaml,
+description.md, initial_program.py, verifier.py, and optionally prompt.md and brief.md.
 
 Adding a task means adding a folder; nothing else changes. A task never trusts the program:
 ``verify`` gets only the JSON-decoded value the sandbox returned and recomputes the reward from
@@ -42,7 +42,8 @@ Optional task.yaml keys (all checked at load time):
   the verifier, in the parent, scores it against data the child never sees. The path is relative to
   tasks/ and stays inside it (no ``..``, no absolute path, no symlink out): a family's shared
   harness is ``families/<family>/harness.py`` (tasks/families/ holds the code a family of task
-  folders shares), a task's own ``<task>/harness.py``.
+  folders shares), a task's own ``<task>/harness.py``. A user's task outside the repository
+  (tasks/paths.py) names it relative to the folder that holds its folder, or to tasks/ for a family's.
 * ``driver`` (needs a harness; no cascade): the harness's entry is driven step by step by trusted
   code in the evaluating process (rewards/channel.py), for tasks whose data the program must not
   see at once (online bin packing: the items still to come). The value names a callable defined by
@@ -112,6 +113,7 @@ from typing import Any, Callable
 import numpy as np
 import yaml
 
+from tasks import paths
 from tasks.template import check_template
 
 TASKS_DIR = Path(__file__).resolve().parent
@@ -479,10 +481,17 @@ def _defined_functions(path: Path, source: str) -> set[str]:
 
 
 def _read_harness(folder: Path, spec: dict) -> str:
-    path = (TASKS_DIR / spec["harness"]).resolve()
-    if not path.is_relative_to(TASKS_DIR.resolve()) or not path.is_file():
-        raise ValueError(f"{folder / 'task.yaml'}: harness '{spec['harness']}' must be a file inside {TASKS_DIR} "
-                         "(the path is relative to tasks/, not to the task folder)")
+    """The harness, relative to the folder that holds the task's folder (tasks/ for a shipped task), else, for
+    a user's task elsewhere, to the repository's tasks/ (a family's shared harness); never outside either."""
+    bases = list(dict.fromkeys([folder.parent.resolve(), TASKS_DIR.resolve()]))
+    for base in bases:
+        path = (base / spec["harness"]).resolve()
+        if path.is_relative_to(base) and path.is_file():
+            break
+    else:
+        raise ValueError(f"{folder / 'task.yaml'}: harness '{spec['harness']}' must be a file inside "
+                         f"{' or '.join(map(str, bases))} (the path is relative to tasks/, not to the task folder; "
+                         "for a task of yours elsewhere, to the folder holding its folder)")
     source = path.read_text(encoding="utf-8")
     defined = _defined_functions(path, source)
     for key in ("harness_entry", "cascade_entry"):
@@ -540,17 +549,22 @@ def _takes_search_call(tree: ast.Module, entry: str) -> bool:
 
 
 def available_tasks() -> list[str]:
-    """Every folder under tasks/ that holds a task.yaml."""
-    return sorted(p.parent.name for p in TASKS_DIR.glob("*/task.yaml") if not p.parent.name.startswith((".", "_")))
+    """Every task folder (one holding a task.yaml) under tasks/ and the user's task folders (tasks.paths:
+    HELIX_TASKS, task.paths); a name found twice is an error."""
+    return sorted(paths.index(TASKS_DIR))
 
 
-def _task_folder(name: str) -> Path:
-    names = available_tasks()
-    if name not in names:
+def task_folder(name: str) -> Path:
+    """The folder of the task ``name``: under tasks/, else in a folder of HELIX_TASKS or task.paths."""
+    found = paths.index(TASKS_DIR)
+    if name not in found:
+        names = sorted(found)
         near = difflib.get_close_matches(str(name), names, n=3, cutoff=0.6)  # no match: no unrelated suggestion
         hint = f" Did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
-        raise ValueError(f"unknown task {name!r}.{hint} Available tasks: {', '.join(names) or 'none'}")
-    return TASKS_DIR / name
+        raise ValueError(f"unknown task {name!r}{paths.searched(TASKS_DIR)}.{hint} Available tasks: "
+                         f"{', '.join(names) or 'none'}")
+    return found[name]
+
 
 
 def own_timeout_s(name: str, scale: str = "paper") -> float:
@@ -558,23 +572,23 @@ def own_timeout_s(name: str, scale: str = "paper") -> float:
     defaults to: ``timeout_s`` at paper scale, ``cpu_timeout_s`` (else ``timeout_s``) at CPU scale."""
     if scale not in TIMEOUT_SCALES:
         raise ValueError(f"timeout scale {scale!r} is not one of {', '.join(TIMEOUT_SCALES)}")
-    spec = _read_spec(_task_folder(name))
+    spec = _read_spec(task_folder(name))
     return float(spec["cpu_timeout_s"] if scale == "cpu" and "cpu_timeout_s" in spec else spec["timeout_s"])
 
 
 def task_form(name: str) -> str:
     """The task's form (task.yaml alone: no verifier is imported), for checks made before a run loads anything."""
-    return _read_spec(_task_folder(name)).get("form", "construct")
+    return _read_spec(task_folder(name)).get("form", "construct")
 
 
 def task_objectives(name: str) -> tuple[Objective, ...]:
     """The task's declared objectives (task.yaml alone: no verifier is imported), for readers of a run."""
-    folder = _task_folder(name)
+    folder = task_folder(name)
     return _objectives(folder / "task.yaml", _read_spec(folder).get("objectives", []))
 
 
 def load_task(name: str) -> Task:
-    folder = _task_folder(name)
+    folder = task_folder(name)
     spec = _read_spec(folder)
     for file in _FILES:
         if not (folder / file).is_file():

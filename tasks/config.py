@@ -4,13 +4,17 @@ every bound at load, so this package needs no validator of its own."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Literal, Optional
 
 
 @dataclass
 class TaskConfig:
-    name: str = "circle_packing_26"  # a folder under tasks/
+    name: str = "circle_packing_26"  # a folder under tasks/, or under one of task.paths
+    # folders holding your own task folders (each an existing directory; relative: to the working directory,
+    # written into the run's config.yaml made absolute), searched after tasks/ and the HELIX_TASKS environment
+    # variable's; a name a shipped task has is an error, not an override (docs/adding_a_task.md)
+    paths: list[str] = field(default_factory=list)
     # None: the task's own limit from its task.yaml, resolved when the config loads (so a run's
     # config.yaml shows it): timeout_s there (paper: 60 s for circle packing), or cpu_timeout_s
     # under timeout_scale: cpu (configs/base/cpu.yaml). A number here wins over both.

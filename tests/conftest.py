@@ -10,6 +10,19 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 # A throwaway loopback cluster needs no token (Ray >= 2.59 turns token auth on by default, and a
 # token cached by an earlier Ray session in this process would not match a new head's).
 os.environ["RAY_AUTH_MODE"] = "disabled"
+# The suite checks the tasks the project ships: a user's own task folders (HELIX_TASKS, tasks/paths.py) stay out
+# of it, whatever the shell that runs it exports. A test that needs some sets them itself.
+os.environ.pop("HELIX_TASKS", None)
+os.environ.pop("HELIX_TASK_PATHS", None)
+
+
+@pytest.fixture(autouse=True)
+def _no_user_task_paths():
+    """A config a test loads with task.paths (or a write_task with dest) adds folders to the process's search
+    path (tasks/paths.py, kept in the environment): taken away after the test, so the next one sees only tasks/."""
+    yield
+    os.environ.pop("HELIX_TASKS", None)
+    os.environ.pop("HELIX_TASK_PATHS", None)
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ fails its check and every subcommand but export and warm-start answer in seconds
     python train/helix.py --resume runs/circle_packing_26-helix-20261122-101500 [trainer.epochs=8]
     python train/helix.py export runs/circle_packing_26-helix-20261122-101500 my-model/
     python train/helix.py ui runs/                  # the run browser (train/runs/ui)
-    python train/helix.py new-task my_task        # tasks/my_task/ from a template (tasks/scaffold.py)
+    python train/helix.py new-task my_task        # tasks/my_task/ (or --dir DIR: DIR/my_task/) from a template (tasks/scaffold.py)
     python train/helix.py check-task my_task      # the task check every run starts with (train/commands/task_check.py)
     python train/helix.py warm-start --config configs/quickstart.yaml  # the warm-started policy (train/commands/warm_start.py)
 
@@ -49,7 +49,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="helix", description="HELIX: GRPO + NSGA-II evolutionary program search. "
         "Also: 'helix export RUN_DIR OUT_DIR' writes a run's policy as a Hugging Face model directory; "
         "'helix ui PATH' opens the run browser on a run or a folder of runs; "
-        "'helix new-task NAME' writes tasks/NAME/ from a template; 'helix check-task NAME' checks a task folder; "
+        "'helix new-task NAME [--dir DIR]' writes tasks/NAME/ (or DIR/NAME/) from a template; "
+        "'helix check-task NAME' checks a task folder; "
         "'helix warm-start --config CONFIG' builds (or finds) the warm-started policy a run with that config starts from.")
     parser.add_argument("--config", help="YAML file under configs/ (a new run)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its newest complete checkpoint, "

@@ -4,6 +4,7 @@ writing to it, ``write_task`` writes and checks a task folder, and docs/python.m
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -20,7 +21,7 @@ from tasks.scaffold import FILES, ScaffoldError
 from tests.helpers.scripted import QUICK, ROOT, TINY, ScriptedEngine
 from tests.helpers.small_task import VERIFIER
 from train.commands.task_check import TaskCheckError
-from train.config.config import ConfigError
+from train.config.config import ConfigError, load_config
 from train.helix import main
 from train.loop.epoch_loop import HelixRun
 from train.runs.run_data import RunDirError
@@ -80,8 +81,6 @@ def test_a_mapping_of_overrides_is_what_the_strings_say(tmp_path):
                                           "trainer.epochs": 2, "run.wandb": "disabled", "task.timeout_s": None}) == [
         "trainer.lr=2.0e-06", "run.name=x y", "evolution.operators={edit: 0.9}", "trainer.epochs=2",
         "run.wandb=disabled", "task.timeout_s=null"]
-    from train.config.config import load_config
-
     cfg = load_config(QUICK, helix.launch.override_strings({"trainer.lr": 2e-6, "evolution.operators": {"edit": 0.9,
                                                                                                        "rewrite": 0.1}}))
     assert cfg.trainer.lr == 2e-6 and cfg.evolution.operators == {"edit": 0.9, "rewrite": 0.1}
@@ -248,6 +247,22 @@ def test_bad_arguments_are_one_line_and_leave_no_folder(task_name, kwargs, error
         helix.write_task(task_name, **args)
     assert "\n" not in str(err.value)
     assert not (TASKS_DIR / task_name).exists()
+
+
+def test_write_task_with_dest_writes_outside_the_repository_and_finds_it(task_name, tmp_path):
+    """dest: the folder is written there (made if missing), never under tasks/; it joins this process's HELIX_TASKS,
+    so the check and a config naming the task find it. A failed check removes it there too."""
+    from tasks.base import task_folder
+
+    dest = tmp_path / "mine"
+    with pytest.raises(TaskCheckError, match="best_known"):
+        helix.write_task(task_name, description="d", starter=STARTER, verifier=VERIFIER, best_known=0.2, dest=dest)
+    assert not (dest / task_name).exists()
+    task = helix.write_task(task_name, description="d", starter=STARTER, verifier=VERIFIER, best_known=0.25, dest=dest)
+    assert task.folder == dest / task_name and (dest / task_name / "verifier.py").read_text() == VERIFIER
+    assert not (TASKS_DIR / task_name).exists() and str(dest) in os.environ["HELIX_TASKS"].split(os.pathsep)
+    assert task_folder(task_name) == dest / task_name
+    assert load_config(None, [f"task.name={task_name}"]).task.timeout_s == 30.0  # write_task's default limit
 
 
 def test_a_taken_or_reserved_name_is_refused():

@@ -37,7 +37,7 @@ def test_unknown_task_is_a_clear_error(capsys):
     with pytest.raises(SystemExit):
         ablate.main(["--task", "keane_bump_21", "--evaluations", "4"])
     err = capsys.readouterr().err
-    assert "no task 'keane_bump_21' under tasks/. Did you mean keane_bump_20" in err
+    assert "no task 'keane_bump_21' under tasks/ or in HELIX_TASKS's folders. Did you mean keane_bump_20" in err
 
 
 def _fake_helix(calls):

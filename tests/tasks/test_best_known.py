@@ -1,6 +1,6 @@
 """Best-known values (docs/best_known.md, issue 31 item 4): each value that a construction backs is
 reached by that construction through the task's own verifier, the values that cannot be reached
-say by how much, and the table in docs/best_known.md lists every task with its task.yaml value."""
+say by how much, and the table in docs/best_known.md lists every shipped task with its task.yaml value."""
 
 import itertools
 import math
@@ -12,7 +12,7 @@ import pytest
 from scipy.optimize import minimize
 
 from rewards import Evaluator
-from tasks import available_tasks, load_task
+from tasks import load_task, shipped_tasks
 from tasks.families.functions.verify import eggholder
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "best_known.md"
@@ -22,7 +22,7 @@ def test_the_table_lists_every_task_with_its_value():
     rows = [re.split(r"(?<!\\)\|", line)[1:-1] for line in DOC.read_text(encoding="utf-8").splitlines()
             if line.startswith("| ") and not line.startswith("| task ")]  # \| inside a cell is no separator
     table = {cells[0].strip(): cells[-1].strip() for cells in rows if len(cells) == 6}
-    assert sorted(table) == available_tasks()
+    assert sorted(table) == shipped_tasks()
     for name, value in table.items():
         assert float(value) == load_task(name).best_known, name
 
@@ -32,7 +32,7 @@ def test_the_table_lists_every_task_with_its_value():
 CHECK_PHRASES = ("checked here", "not published", "not checkable here", "no construction shipped", "not a published value")
 
 
-@pytest.mark.parametrize("name", available_tasks())
+@pytest.mark.parametrize("name", shipped_tasks())
 def test_every_best_known_source_gives_a_date_and_whether_it_was_checked_here(name):
     source = load_task(name).best_known_source
     assert re.search(r"\b20\d\d\b", source), f"{name}: no year in {source!r}"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tasks import available_tasks, load_task
+from tasks import load_task, shipped_tasks
 from tasks.base import TASKS_DIR
 
 FAMILIES = TASKS_DIR / "families"
@@ -29,11 +29,12 @@ def imported(path: Path) -> set[str]:
 
 
 def test_only_the_contract_stays_at_the_top_of_tasks():
-    # the contract: loading and checking a task folder (base), its config section, the prompt template's
-    # placeholders, and writing a new folder that meets it (scaffold: helix new-task)
-    assert sorted(p.name for p in TASKS_DIR.glob("*.py")) == ["__init__.py", "base.py", "config.py", "scaffold.py",
-                                                              "template.py"]
-    for name in ("base.py", "config.py", "scaffold.py", "template.py", "__init__.py"):
+    # the contract: loading and checking a task folder (base), its config section, where task folders are found
+    # (paths: a user's own folders, the shipped set), the prompt template's placeholders, and writing a new folder
+    # that meets it (scaffold: helix new-task)
+    assert sorted(p.name for p in TASKS_DIR.glob("*.py")) == ["__init__.py", "base.py", "config.py", "paths.py",
+                                                              "scaffold.py", "template.py"]
+    for name in ("base.py", "config.py", "paths.py", "scaffold.py", "template.py", "__init__.py"):
         assert not any("families" in line for line in (TASKS_DIR / name).read_text().splitlines()
                        if line.startswith(("import ", "from "))), name
 
@@ -43,7 +44,7 @@ def test_every_family_is_a_package_that_serves_a_task_folder():
     assert {"bin_packing", "boston", "cap_set", "circles", "dyck", "functions", "rect_packing", "spherical_code",
             "symreg"} <= set(families)
     users = {}
-    for name in available_tasks():
+    for name in shipped_tasks():
         folder = TASKS_DIR / name
         text = "".join(p.read_text() for p in (folder / "verifier.py", folder / "task.yaml", *folder.glob("render.py")))
         for family in families:
@@ -68,7 +69,7 @@ def test_a_driver_imports_only_numpy_and_the_standard_library(path):
 def test_every_shipped_harness_is_a_family_file_named_from_tasks():
     """task.yaml names a harness relative to tasks/; every shipped one is its family's harness.py."""
     named = {}
-    for name in available_tasks():
+    for name in shipped_tasks():
         spec = yaml.safe_load((TASKS_DIR / name / "task.yaml").read_text())
         if "harness" in spec:
             named[name] = spec["harness"]

@@ -5,19 +5,25 @@ brief.md, initial_program.py, verifier.py), filled in with the caller's problem 
 template's example; then the task check every run starts with (train.commands.task_check) runs on
 it. A folder that fails the check is removed again, so the call can be repeated once the problem is
 fixed; the error is the check's own one line.
+
+``dest``: the folder the task folder goes in, outside the repository (tasks/ by default). It is added to
+this process's HELIX_TASKS (tasks/paths.py), so that the check, the runs this process starts and their
+child processes find the task; a run started elsewhere names it in ``task.paths`` (or HELIX_TASKS).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import math
+import os
 import shutil
 from pathlib import Path
 
 import yaml
 
+from tasks import paths
 from tasks.base import FORMS, TASKS_DIR, Task
-from tasks.scaffold import check_name
+from tasks.scaffold import check_name, destination
 
 
 class TaskArgumentError(ValueError):
@@ -51,8 +57,9 @@ def _number(name: str, value, low: float, integer: bool = False) -> None:
 def write_task(name: str, *, description: str, starter: str, verifier: str | Path, best_known: float,
                best_known_source: str = "", entry_function: str = "solve", time_limit_s: float = 30.0,
                cpu_time_limit_s: float | None = None, memory_mb: int = 1024, brief: str | None = None,
-               objectives: list[dict] | None = None, form: str = "construct") -> Task:
-    """Write tasks/NAME/, run the task check on it, and return the task (tasks.base.Task).
+               objectives: list[dict] | None = None, form: str = "construct",
+               dest: str | Path | None = None) -> Task:
+    """Write tasks/NAME/ (or DEST/NAME/), run the task check on it, and return the task (tasks.base.Task).
 
     ``description``: what the model reads (the objective, constraints, what ``entry_function`` returns).
     ``starter``: the starter program's source; it must define ``entry_function`` and score above 0 and
@@ -62,11 +69,13 @@ def write_task(name: str, *, description: str, starter: str, verifier: str | Pat
     description's first paragraph). ``objectives``: extra selection objectives from the verifier's
     metrics (task.yaml ``objectives``, docs/population.md). ``form``: ``construct`` (``entry_function()``
     builds an answer) or ``search`` (``entry_function(construction, budget_s, seed)`` improves the best one so
-    far; the check then runs the starter on None and twice on its own output, docs/search_form.md). Raises
+    far; the check then runs the starter on None and twice on its own output, docs/search_form.md). ``dest``:
+    write DEST/NAME/ instead, outside the repository (DEST is made if missing and added to HELIX_TASKS). Raises
     TaskArgumentError, ScaffoldError or TaskCheckError, each one line; on a failed check the folder is removed."""
     from train.commands.task_check import check_task
 
-    check_name(name)
+    dest = destination(dest)
+    check_name(name, dest)
     for key, text in (("description", description), ("starter", starter)):
         if not isinstance(text, str) or not text.strip():
             raise TaskArgumentError(f"{key} must be non-empty text")
@@ -89,13 +98,16 @@ def write_task(name: str, *, description: str, starter: str, verifier: str | Pat
         spec["cpu_timeout_s"] = cpu_time_limit_s
     if objectives:
         spec["objectives"] = list(objectives)
-    folder = TASKS_DIR / name
+    folder = (TASKS_DIR if dest is None else dest) / name
     files = {"task.yaml": f"# {name}: written by train.api.write_task (the keys: docs/adding_a_task.md)\n"
                           + yaml.safe_dump(spec, sort_keys=False),
              "description.md": description.strip() + "\n", "brief.md": brief.strip() + "\n",
              "initial_program.py": starter if starter.endswith("\n") else starter + "\n",
              "verifier.py": source if source.endswith("\n") else source + "\n"}
+    folder.parent.mkdir(parents=True, exist_ok=True)
     folder.mkdir()
+    if dest is not None and dest not in paths.roots(TASKS_DIR):
+        os.environ[paths.ENV] = os.pathsep.join([os.environ.get(paths.ENV, ""), str(dest)]).lstrip(os.pathsep)
     try:
         for file, text in files.items():
             (folder / file).write_text(text, encoding="utf-8")

@@ -43,7 +43,7 @@ DONE = "ablation_result.json"
 
 
 def available_tasks() -> list[str]:
-    """The names --task accepts: every task under tasks/."""
+    """The names --task accepts: every task under tasks/ and in HELIX_TASKS's folders (tasks/paths.py)."""
     from tasks import available_tasks as tasks
 
     return tasks()
@@ -176,11 +176,14 @@ def target(args: argparse.Namespace) -> tuple[Path, str]:
     """The config file to ablate and its label (the task, or the config's name). ``--task T`` puts
     ``task.name=T`` first in args.overrides, so a --set given with it still wins."""
     if args.task is not None:
-        names = available_tasks()
+        try:
+            names = available_tasks()
+        except ValueError as exc:  # a HELIX_TASKS entry that is no folder, or a task shadowing a shipped one
+            args.error(str(exc))
         if args.task not in names:
             near = difflib.get_close_matches(args.task, names, n=3, cutoff=0.6)
             hint = f" Did you mean {' or '.join(near)}?" if near else ""
-            args.error(f"no task {args.task!r} under tasks/.{hint} Tasks: {', '.join(names)}")
+            args.error(f"no task {args.task!r} under tasks/ or in HELIX_TASKS's folders.{hint} Tasks: {', '.join(names)}")
         args.overrides = [f"task.name={args.task}", *args.overrides]
         return CPU_BASE, args.task
     config = args.config.resolve()

@@ -62,6 +62,8 @@ def type_text(tp) -> str:
     if origin is typing.Union:
         inner = [a for a in typing.get_args(tp) if a is not type(None)]
         return " or ".join(type_text(a) for a in inner) + (" or null" if len(inner) < len(typing.get_args(tp)) else "")
+    if origin is list:
+        return f"list of {type_text(typing.get_args(tp)[0])}"
     if origin is dict:
         key, value = typing.get_args(tp)
         return f"mapping {type_text(key)} -> {type_text(value)}"

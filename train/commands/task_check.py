@@ -36,7 +36,8 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.base import TASKS_DIR, Task, invalid, load_task
+from tasks import paths
+from tasks.base import TASKS_DIR, Task, invalid, load_task, task_folder
 
 
 class TaskCheckError(Exception):
@@ -77,10 +78,24 @@ def _shown(path: str | Path) -> str:
 
 
 def _task_frame(tb) -> traceback.FrameSummary | None:
-    """The innermost frame in a task's own code (its folder or tasks/families), not tasks/base.py's or this file's."""
+    """The innermost frame in a task's own code (its folder or tasks/families, or a user's task folder elsewhere),
+    not tasks/base.py's or this file's."""
+    try:
+        roots = [Path(r).resolve() for r in paths.roots(TASKS_DIR)]
+    except ValueError:
+        roots = [TASKS_DIR.resolve()]
     frames = [f for f in traceback.extract_tb(tb)
-              if Path(f.filename).is_relative_to(TASKS_DIR) and Path(f.filename).parent != TASKS_DIR]
+              if any(Path(f.filename).resolve().is_relative_to(r) and Path(f.filename).resolve().parent != r
+                     for r in roots)]
     return frames[-1] if frames else None
+
+
+def _verifier_path(name: str) -> Path:
+    """Where the task's verifier.py is (for a line about its import), wherever the task lives."""
+    try:
+        return task_folder(name) / "verifier.py"
+    except ValueError:
+        return TASKS_DIR / name / "verifier.py"
 
 
 def _raised(exc: BaseException, doing: str, fallback: Path) -> TaskCheckError:
@@ -99,10 +114,10 @@ def _load(name: str) -> Task:
         return load_task(name)
     except ValueError as exc:  # load_task's own messages already name the file and the problem
         if exc.__traceback__ and _task_frame(exc.__traceback__):  # ...unless the verifier's import raised it
-            raise _raised(exc, "importing the verifier", TASKS_DIR / name / "verifier.py") from None
+            raise _raised(exc, "importing the verifier", _verifier_path(name)) from None
         raise TaskCheckError(str(exc).replace(str(TASKS_DIR) + os.sep, _shown(TASKS_DIR) + os.sep)) from None
     except Exception as exc:  # the verifier module raised on import (SyntaxError, ImportError, NameError, ...)
-        raise _raised(exc, "importing the verifier", TASKS_DIR / name / "verifier.py") from None
+        raise _raised(exc, "importing the verifier", _verifier_path(name)) from None
 
 
 def _last_line(text: str) -> str:
@@ -209,9 +224,11 @@ def _judge(task: Task, result, what: str, limit_s: float, first: bool) -> None:
 
 
 def main(argv: list[str] | None = None, prog: str = "helix check-task") -> int:
-    parser = argparse.ArgumentParser(prog=prog, description="Check a task folder (tasks/NAME/) in seconds: task.yaml, "
-                                     "the verifier, the entry function, and the starter scored by its verifier in the sandbox.")
-    parser.add_argument("name", help="the task's folder name under tasks/")
+    parser = argparse.ArgumentParser(prog=prog, description="Check a task folder (tasks/NAME/, or NAME/ in a folder of "
+                                     f"{paths.ENV}) in seconds: task.yaml, the verifier, the entry function, and the "
+                                     "starter scored by its verifier in the sandbox.")
+    parser.add_argument("name", help=f"the task's folder name, under tasks/ or in a folder {paths.ENV} names "
+                        f"({os.pathsep}-separated)")
     parser.add_argument("--verbose", action="store_true", help="on a failure, show the traceback or the sandbox's feedback")
     args = parser.parse_args(argv)
     try:

@@ -25,6 +25,7 @@ from rollout.engines import ENGINES
 from rollout.operators import OPERATORS, uses_policy
 from tasks import available_tasks, own_timeout_s, task_form
 from tasks.config import TaskConfig
+from tasks.paths import ENV, check_paths, use_config_paths
 from train.config.schema import ConfigError, build, check_bounds, merge, nearest, parse_override
 from train.learner.config import GROUP_RELATIVE, ModelConfig, TrainerConfig
 from train.warm_start.config import WarmStartConfig, WarmStartInputs
@@ -85,14 +86,23 @@ class HelixConfig:
 
 def validate(cfg: HelixConfig, source: str = "<config>") -> HelixConfig:
     check_bounds(cfg, "", source)
+    try:  # task.paths first: task.name is looked up in them (and in HELIX_TASKS's folders)
+        cfg.task.paths = [str(p) for p in check_paths(cfg.task.paths)]
+        use_config_paths(cfg.task.paths)
+        tasks = available_tasks()
+    except ValueError as exc:  # a folder that is not one, or a user task shadowing a shipped one
+        raise ConfigError(f"{source}: {exc}") from None
     mix = cfg.evolution.operators
     if not (all(w >= 0 for w in mix.values()) and sum(mix.values()) > 0):
         raise ConfigError(f"{source}: evolution.operators = {mix!r} must give every operator a weight >= 0, "
                           "and one a weight > 0")
     if any(w > 0 and name in OPERATORS and not OPERATORS[name].needs_policy for name, w in mix.items()):
         _check_iterate(cfg, source)
-    _check_registered(cfg, source, [("selection.strategy", SELECTION_STRATEGIES), ("rollout.engine", ENGINES),
-                                    ("task.name", available_tasks())])
+    _check_registered(cfg, source, [("selection.strategy", SELECTION_STRATEGIES), ("rollout.engine", ENGINES)])
+    if cfg.task.name not in tasks:
+        raise ConfigError(f"{source}: task.name = {cfg.task.name!r} is not registered: no task under tasks/ or in task.paths or "
+                          f"{ENV}'s folders (your own tasks: docs/adding_a_task.md).{nearest(cfg.task.name, tasks)} "
+                          f"Valid: {tasks}")
     for name in cfg.evolution.operators:
         if name not in OPERATORS:
             raise ConfigError(f"{source}: evolution.operators names {name!r}, which is not registered."

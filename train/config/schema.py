@@ -84,6 +84,11 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         if not isinstance(value, dict):
             raise ConfigError(f"{where}: expected a mapping, got {type(value).__name__} {value!r}")
         return {_coerce(k, key_tp, f"{where} (a key)"): _coerce(v, value_tp, f"{where}.{k}") for k, v in value.items()}
+    if origin is list:
+        (item_tp,) = typing.get_args(tp)
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: expected a list, got {type(value).__name__} {value!r}")
+        return [_coerce(v, item_tp, f"{where}[{k}]") for k, v in enumerate(value)]
     if origin is Literal:
         allowed = typing.get_args(tp)
         if not any(type(value) is type(a) and value == a for a in allowed):  # True is no 1

@@ -93,7 +93,10 @@ def best_known(task: str | None) -> float | None:
         return None
     from tasks import available_tasks, load_task
 
-    return load_task(task).best_known if task in available_tasks() else None
+    try:  # a user's task not on this process's search path (HELIX_TASKS), or a broken one: no value to compare with
+        return load_task(task).best_known if task in available_tasks() else None
+    except ValueError:
+        return None
 
 
 def status(run: rd.RunData, now: float | None = None) -> str:
@@ -359,7 +362,10 @@ def picture_status(arch: ReadOnlyArchive, sol, task: str | None) -> dict:
 def has_renderer(task: str) -> bool:
     from tasks import available_tasks, load_task
 
-    return task in available_tasks() and (load_task(task).folder / "render.py").is_file()
+    try:
+        return task in available_tasks() and (load_task(task).folder / "render.py").is_file()
+    except ValueError:  # as best_known: the task is not found here, so nothing to draw with
+        return False
 
 
 BUILTIN_OBJECTIVES = [dict(name="reward", goal="max", label="reward"), dict(name="diversity", goal="max", label="Div (eq. 6)")]

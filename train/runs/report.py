@@ -78,7 +78,10 @@ def _best_known(run: rd.RunData) -> float | None:
         return None
     from tasks import available_tasks, load_task
 
-    return load_task(name).best_known if name in available_tasks() else None
+    try:  # a user's task not on this process's search path (HELIX_TASKS), or a broken one: no value to compare with
+        return load_task(name).best_known if name in available_tasks() else None
+    except ValueError:
+        return None
 
 
 def _population_section(sections: Sections, arch: ReadOnlyArchive, run: rd.RunData) -> None:
