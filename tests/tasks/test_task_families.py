@@ -29,12 +29,12 @@ def imported(path: Path) -> set[str]:
 
 
 def test_only_the_contract_stays_at_the_top_of_tasks():
-    # the contract: loading and checking a task folder (base), its config section, where task folders are found
-    # (paths: a user's own folders, the shipped set), the prompt template's placeholders, and writing a new folder
-    # that meets it (scaffold: helix new-task)
+    # the contract: the task and loading it (base), reading and checking a folder's files (spec), its config
+    # section, where task folders are found (paths: a user's own folders, the shipped set), the prompt template's
+    # placeholders, and writing a new folder that meets it (scaffold: helix new-task)
     assert sorted(p.name for p in TASKS_DIR.glob("*.py")) == ["__init__.py", "base.py", "config.py", "paths.py",
-                                                              "scaffold.py", "template.py"]
-    for name in ("base.py", "config.py", "paths.py", "scaffold.py", "template.py", "__init__.py"):
+                                                              "scaffold.py", "spec.py", "template.py"]
+    for name in ("base.py", "config.py", "paths.py", "scaffold.py", "spec.py", "template.py", "__init__.py"):
         assert not any("families" in line for line in (TASKS_DIR / name).read_text().splitlines()
                        if line.startswith(("import ", "from "))), name
 
