@@ -78,7 +78,7 @@ class TrainerConfig:
     mask_truncated: bool = False  # drop completions cut at max_new_tokens from the loss
     # auto: none for one process, ddp under torchrun. fsdp2 shards parameters, gradients and
     # optimizer state per decoder layer (what 14B/32B need); deepspeed runs DeepSpeed ZeRO
-    # (zero_stage); see README "Training at scale".
+    # (zero_stage); see docs/scale.md.
     strategy: Literal["auto", "none", "ddp", "fsdp2", "deepspeed"] = "auto"
     bf16: bool = False  # fsdp2/deepspeed: bf16 compute with fp32 master weights
     offload_params: bool = False  # fsdp2: params, grads and optimizer state on the CPU; deepspeed: ZeRO-3 offload_param

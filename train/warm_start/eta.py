@@ -9,8 +9,8 @@ Two parts, each linear in what it does:
   the CPU computes bf16 natively (autocast bf16).
 
 The coefficients come from the measured default-size builds (8 x 8 x 2, SmolLM2-135M) on 2 idle
-cores: 7.3 min on an AVX2-only EPYC (fp32), 2 min 52 s on an EPYC with native bf16 (README,
-"The quickstart"; BENCHMARKS.md "Time to a first result"). A busy box takes longer in proportion
+cores: 7.3 min on an AVX2-only EPYC (fp32), 2 min 52 s on an EPYC with native bf16 (measured
+when the recipe had 8 answers a parent; BENCHMARKS.md "Time to a first result"). A busy box takes longer in proportion
 to its load (a load average of 2 on 2 cores roughly doubles it).
 """
 
