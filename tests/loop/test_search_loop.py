@@ -252,28 +252,32 @@ def test_llm_children_run_on_their_parents_construction_and_unchanged_ones_do_no
 
 @pytest.mark.slow  # about 30 sandbox runs (5-10 s)
 def test_the_warm_start_runs_a_search_tasks_mutants_as_first_calls_with_the_checks_budget(tmp_path, monkeypatch, tokenizer):
-    """A mutant only needs to run and come back valid: it gets the task check's budget, not a whole search."""
-    import rewards
-    from rewards.search_channel import CHECK_BUDGET_S
+    """A mutant only needs to run and come back valid: while the warm start makes its data, the run's own
+    evaluator (lent to it) tells a search the task check's budget, not a whole search's, and has its own back after."""
+    from rewards.search_channel import CHECK_BUDGET_S, search_budget
     from train.config.config import warm_start_inputs
+    from train.loop import task_tools
     from train.warm_start.build import make_examples
 
     search_task.install(tmp_path, monkeypatch)
     budgets, calls = [], []
 
-    class Spy(rewards.Evaluator):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            budgets.append(self.budget_s)
-
+    class Spy(task_tools.Evaluator):
         def evaluate(self, code, construction=None, seed=None):
+            budgets.append(self.budget_s)
             calls.append((construction, seed))
             return super().evaluate(code, construction, seed)
 
-    monkeypatch.setattr(rewards, "Evaluator", Spy)
-    inputs = warm_start_inputs(load_config(None, [
+    monkeypatch.setattr(task_tools, "Evaluator", Spy)
+    cfg = load_config(None, [
         f"task.name={search_task.NAME}", "model.policy=tiny-random", "warm_start.enabled=true", "warm_start.parents=2",
-        "warm_start.answers_per_parent=2", "rollout.description=full", "task.eval_workers=2", "trainer.enabled=false"]))
-    examples, stats = make_examples(inputs, tokenizer, np.random.default_rng(0), say=lambda _: None)
-    assert budgets == [CHECK_BUDGET_S] and len(calls) > 5 and set(calls) == {(None, None)}
+        "warm_start.answers_per_parent=2", "rollout.description=full", "task.eval_workers=2", "trainer.enabled=false"])
+    run_tools = task_tools.task_tools(cfg, load_task(search_task.NAME), tokenizer)
+    try:
+        examples, stats = make_examples(warm_start_inputs(cfg), task_tools.tools_for(cfg, tokenizer, run_tools),
+                                        np.random.default_rng(0), say=lambda _: None)
+        assert run_tools.evaluator.budget_s == search_budget(run_tools.evaluator.timeout_s) > CHECK_BUDGET_S
+    finally:
+        run_tools.close()
+    assert set(budgets) == {CHECK_BUDGET_S} and len(calls) > 5 and set(calls) == {(None, None)}
     assert examples and stats["valid"] > 0 and all("<<<<<<< SEARCH" in e.answer for e in examples)

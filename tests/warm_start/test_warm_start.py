@@ -282,7 +282,7 @@ def _config(tmp_path, operators: dict | None = None, **ws):
 def test_a_warm_start_is_built_once_cached_and_keyed_by_its_recipe(tmp_path, monkeypatch):
     from train.learner import supervised
     from train.learner.models import load_tokenizer
-    from train.warm_start.build import ensure_warm_start, policy_source, warm_start_dir
+    from train.warm_start.build import built_policy_source, ensure_warm_start, policy_source, warm_start_dir
 
     def not_here(*args, **kwargs):
         raise AssertionError("the fine-tune must run in the build's child process, not in the run's")
@@ -290,6 +290,8 @@ def test_a_warm_start_is_built_once_cached_and_keyed_by_its_recipe(tmp_path, mon
     monkeypatch.setattr(supervised, "fine_tune", not_here)  # the spawned child imports its own, unpatched
     cfg = _config(tmp_path)
     inputs, lend = warm_start_inputs(cfg), tools_for(cfg, load_tokenizer("tiny-random"))
+    with pytest.raises(FileNotFoundError, match="is not in the cache .* build it with `python train/helix.py warm-start"):
+        built_policy_source(inputs)  # an export finds the run's warm start; it never builds one
     out = ensure_warm_start(inputs, lend, progress=False)
     summary = json.loads((out / "warm_start.json").read_text())
     assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
@@ -298,11 +300,11 @@ def test_a_warm_start_is_built_once_cached_and_keyed_by_its_recipe(tmp_path, mon
     rows = [json.loads(line) for line in (out / "warm_start_data.jsonl").read_text().splitlines()]
     assert len(rows) == 6 and all("<<<<<<< SEARCH" in r["answer"] for r in rows)
     stamp = (out / "model.safetensors").stat().st_mtime_ns
-    assert policy_source(inputs, lend) == str(out)
+    assert policy_source(inputs, lend) == str(out) == built_policy_source(inputs)
     assert (out / "model.safetensors").stat().st_mtime_ns == stamp  # found, not rebuilt
     assert warm_start_dir(_inputs(tmp_path, lr=2e-3)) != out  # another recipe is another model
     off = dataclasses.replace(inputs, recipe=dataclasses.replace(inputs.recipe, enabled=False))
-    assert policy_source(off, lend) == "tiny-random"
+    assert policy_source(off, lend) == "tiny-random" == built_policy_source(off)
 
 
 class _NoRun:

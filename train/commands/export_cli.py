@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     from train.config.config import ConfigError, load_config, warm_start_inputs
     from train.learner.export import export_checkpoint
     from train.loop.run_dir import latest_checkpoint
-    from train.warm_start.build import policy_source
+    from train.warm_start.build import built_policy_source
 
     parser = argparse.ArgumentParser(prog="helix export", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         # LoRA checkpoints hold adapters alone: they merge into the base the run trained (its warm start, if any).
-        base = policy_source(warm_start_inputs(cfg)) if cfg.trainer.lora.enabled else cfg.model.policy
+        base = built_policy_source(warm_start_inputs(cfg)) if cfg.trainer.lora.enabled else cfg.model.policy
         out = export_checkpoint(Path(ckpt) / "learner", base, args.out_dir, cfg.model.dtype, cfg.model.cache_dir,
                                 cfg.trainer.lora)
     except FileNotFoundError as err:

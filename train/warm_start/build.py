@@ -74,6 +74,19 @@ def policy_source(inputs: WarmStartInputs, tools_for: ToolsFor) -> str:
     return str(ensure_warm_start(inputs, tools_for))
 
 
+def built_policy_source(inputs: WarmStartInputs) -> str:
+    """What ``policy_source`` returned for a run that has happened: ``model.policy``, or its warm-started directory,
+    which must be in the cache already (an export merges LoRA adapters into it and never builds one)."""
+    if not inputs.recipe.enabled:
+        return inputs.base
+    out = warm_start_dir(inputs)
+    if not (out / "config.json").is_file():
+        raise FileNotFoundError(f"the run's warm-started policy {out} is not in the cache (another machine, or a "
+                                "cleared cache): build it with `python train/helix.py warm-start --config "
+                                "RUN_DIR/config.yaml`, then export again")
+    return str(out)
+
+
 TRAINABLE = ("edit", "rewrite", "crossover")  # operators whose answers the warm start can write
 
 
