@@ -1,6 +1,7 @@
 """Turn a policy answer into a child program: parse ``<answer>`` SEARCH/REPLACE blocks and apply them.
 
-Forgiving where it is safe (chevron counts, CRLF, trailing whitespace, a full fenced program),
+Forgiving where it is safe (chevron counts, CRLF, trailing whitespace, a block copied at the wrong
+indentation depth as a whole, a full fenced program),
 strict where it must be: a SEARCH text that is missing or ambiguous fails with a message that
 names the block, because that message becomes feedback in the next prompt.
 """
@@ -90,16 +91,76 @@ def _apply_one(code: str, edit: Edit, number: int) -> str:
     lines_ = len(code_lines) - code.endswith("\n")  # the "" after a final line break is not a line
     hits = [i for i in range(lines_ - width + 1) if norm_code[i : i + width] == norm_search]
     if len(hits) == 1:
-        i = hits[0]
-        replacement = edit.replace[:-1] if edit.replace.endswith("\n") else edit.replace
-        middle = [replacement] if edit.replace else []
-        return "\n".join(code_lines[:i] + middle + code_lines[i + width :])
+        return _splice(code_lines, hits[0], width, edit.replace)
     if len(hits) > 1:
         raise _ambiguous(number, len(hits), first)
+    # Last forgiving pass: the SEARCH lines at another depth, all shifted by one indentation prefix (a small model
+    # copies a nested block with the outer function's indentation). Relative indentation must match exactly, so
+    # the block's structure is the program's; REPLACE moves by the same prefix.
+    shifted = [(i, shift) for i in range(lines_ - width + 1)
+               if (shift := _uniform_shift(norm_code[i : i + width], norm_search)) is not None]
+    if len(shifted) == 1:
+        (i, (add, remove)), = shifted
+        return _splice(code_lines, i, width, _reindent(edit.replace, add, remove, number))
+    if len(shifted) > 1:
+        raise _ambiguous(number, len(shifted), first)
     raise EditError(
         f"SEARCH/REPLACE block {number}: the SEARCH text was not found in the current program "
         f"(first line: {first!r}). SEARCH must copy existing lines exactly."
     )
+
+
+def _splice(code_lines: list[str], i: int, width: int, replace: str) -> str:
+    """The program with its lines i .. i + width replaced by ``replace`` (whose final line break is the one the
+    replaced lines' last line had)."""
+    middle = [replace[:-1] if replace.endswith("\n") else replace] if replace else []
+    return "\n".join(code_lines[:i] + middle + code_lines[i + width :])
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _uniform_shift(code: list[str], search: list[str]) -> tuple[str, str] | None:
+    """(add, remove) when every non-blank SEARCH line is its code line with the prefix ``add`` put on or
+    ``remove`` taken off its indentation (one of them empty, the same for every line), blank lines matching blank
+    lines; else None."""
+    shift = None
+    for have, want in zip(code, search):
+        if not want.strip() or not have.strip():
+            if want.strip() or have.strip():
+                return None
+            continue
+        if have.lstrip() != want.lstrip():
+            return None
+        a, b = _indent(have), _indent(want)
+        if a.endswith(b):
+            line_shift = (a[: len(a) - len(b)], "")
+        elif b.endswith(a):
+            line_shift = ("", b[: len(b) - len(a)])
+        else:
+            return None
+        if shift is None:
+            shift = line_shift
+        elif line_shift != shift:
+            return None
+    return shift
+
+
+def _reindent(text: str, add: str, remove: str, number: int) -> str:
+    """REPLACE moved by the shift its SEARCH needed; a line that cannot move (less indented than ``remove``)
+    is an error, not a guess."""
+    out = []
+    for line in text.split("\n"):
+        if not line.strip():
+            out.append(line)
+        elif not line.startswith(remove):
+            raise EditError(f"SEARCH/REPLACE block {number}: the SEARCH text is indented {len(remove)} characters "
+                            f"deeper than the program, and the REPLACE line {line.strip()[:80]!r} is not; "
+                            "copy the lines at their indentation in the program.")
+        else:
+            out.append(add + line[len(remove):])
+    return "\n".join(out)
 
 
 def apply_edits(code: str, edits: list[Edit]) -> str:

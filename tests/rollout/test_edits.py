@@ -154,3 +154,71 @@ def test_make_diff_refuses_marker_lines():
 
     with pytest.raises(ValueError, match=r"the child has the line '=======', which the block format reads as a marker"):
         make_diff("a = 1\n", "a = 1\n'''\n=======\n'''\n")
+
+
+# The search starter's nested constraint function, as the 135M policy copied it in a 5-minute discovery run
+# (BENCHMARKS.md "Discovery"): the right line at the enclosing function's depth, 4 spaces short of the program's 8.
+SEARCH_STARTER_LINES = (
+    "def polish(centers, radii):\n"
+    "    def gaps(z):  # all >= 0 in a valid packing\n"
+    "        x, y, r = z.reshape(3, N)\n"
+    "        pairs = (x[P] - x[Q]) ** 2 + (y[P] - y[Q]) ** 2 - (r[P] + r[Q]) ** 2\n"
+    "        return np.concatenate([x - r, 1 - x - r, y - r, 1 - y - r, pairs])\n"
+    "\n"
+    "    return gaps\n"
+)
+
+
+def test_a_block_copied_at_the_wrong_depth_applies_at_the_programs():
+    text = answer(("    return np.concatenate([x - r, 1 - x - r, y - r, 1 - y - r, pairs])\n",
+                   "    return np.concatenate([x - r, 1 - x - r, y - r, 1 - y - r, 2 * pairs])\n"))
+    out = child_program(SEARCH_STARTER_LINES, text, "polish")
+    assert out == SEARCH_STARTER_LINES.replace(
+        "        return np.concatenate([x - r, 1 - x - r, y - r, 1 - y - r, pairs])\n",
+        "        return np.concatenate([x - r, 1 - x - r, y - r, 1 - y - r, 2 * pairs])\n")
+
+
+def test_a_shifted_block_keeps_its_relative_indentation_and_blank_lines():
+    search = ("def gaps(z):  # all >= 0 in a valid packing\n"
+              "    x, y, r = z.reshape(3, N)\n")
+    replace = ("def gaps(z):  # all >= 0 in a valid packing\n"
+               "\n"
+               "    x, y, r = z.reshape(3, N)\n"
+               "    assert r.min() > -1\n")
+    out = child_program(SEARCH_STARTER_LINES, answer((search, replace)), "polish")
+    assert out == SEARCH_STARTER_LINES.replace(
+        "    def gaps(z):  # all >= 0 in a valid packing\n        x, y, r = z.reshape(3, N)\n",
+        "    def gaps(z):  # all >= 0 in a valid packing\n\n        x, y, r = z.reshape(3, N)\n"
+        "        assert r.min() > -1\n")
+
+
+def test_a_block_copied_too_deep_moves_out():
+    code = "def f():\n    x = 1\n\n    return x\n"
+    out = child_program(code, answer(("        x = 1\n\n        return x\n", "        x = 2\n        return x\n")), "f")
+    assert out == "def f():\n    x = 2\n    return x\n"
+
+
+def test_a_replace_line_shallower_than_the_shift_is_refused():
+    code = "def f():\n    x = 1\n"
+    with pytest.raises(EditError, match=r"block 1: the SEARCH text is indented 4 characters deeper than the program, "
+                                        r"and the REPLACE line 'y = 2' is not"):
+        child_program(code, answer(("        x = 1\n", "        x = 2\ny = 2\n")), "f")
+
+
+def test_a_shift_that_changes_relative_indentation_is_not_a_match():
+    """The block's structure must be the program's: only one prefix for every line."""
+    with pytest.raises(EditError, match=r"block 1: the SEARCH text was not found.*first line: 'def gaps"):
+        child_program(SEARCH_STARTER_LINES, answer(("def gaps(z):  # all >= 0 in a valid packing\n"
+                                                    "x, y, r = z.reshape(3, N)\n", "pass\n")), "polish")
+
+
+def test_a_line_at_two_depths_is_ambiguous_when_shifted():
+    code = "x = 1\ndef f():\n    x = 1\n        x = 1\n"
+    # exact and trailing-whitespace passes find nothing at 2 spaces; the shift finds all three lines
+    with pytest.raises(EditError, match="block 1: the SEARCH text occurs 3 times"):
+        apply_edits(code, parse_edits(answer(("  x = 1\n", "  x = 2\n"))))
+
+
+def test_an_exact_match_wins_over_a_shifted_one():
+    code = "def f():\n    x = 1\nx = 1\n"
+    assert apply_edits(code, parse_edits(answer(("x = 1\n", "x = 2\n")))) == "def f():\n    x = 1\nx = 2\n"

@@ -98,3 +98,27 @@ def test_property_every_block_has_a_unique_nonblank_search(parent_lines, child_l
         assert len(starts) == 1
         current = apply_edits(current, [block])
     assert current == child
+
+
+def _indented(text: str, prefix: str) -> str:
+    return "".join(prefix + line if line.strip() else line for line in text.splitlines(keepends=True))
+
+
+@settings(max_examples=200, deadline=None)
+@given(parent_lines=code_lines, child_lines=code_lines, prefix=st.sampled_from(["    ", "        ", "\t"]),
+       deeper=st.booleans())
+def test_property_a_diff_copied_at_another_depth_gives_the_child_at_the_programs(parent_lines, child_lines, prefix,
+                                                                                  deeper):
+    """The program one level in (a function body), the policy's diff one level out, or the other way round:
+    every block moves by the same prefix and the child is the diff's child at the program's depth."""
+    parent, child = _program(parent_lines), _program(child_lines)
+    if not parent.strip() or parent == child:
+        return
+    diff = make_diff(parent, child)
+    if deeper:  # the program as written, the diff indented one level too far
+        program, want = parent, child
+        diff = "".join(line if re.fullmatch(r"(<{7} SEARCH|={7}|>{7} REPLACE)\n", line) else _indented(line, prefix)
+                       for line in diff.splitlines(keepends=True))
+    else:  # the program one level in, the diff as make_diff wrote it (one level out)
+        program, want = _indented(parent, prefix), _indented(child, prefix)
+    assert child_program(program, f"<answer>\n{diff}</answer>", "f") == want
