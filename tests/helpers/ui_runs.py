@@ -1,7 +1,7 @@
 """A small run for the run-browser tests (tests/runs/test_ui.py, tests/runs/test_ui_browser.py), written with the
 real Archive writer: a circle-packing starter, two epochs of GRPO groups (G = 3), a crossover child, an
 invalid child, an infra-lost child, and one child whose program, completion and feedback are hostile.
-Like the loop (train/loop/epoch_loop.py record_advantages, rewards/evaluator.py keep_artefacts) it records
+Like the loop (train/loop/advantages.py record_advantages, rewards/evaluator.py keep_artefacts) it records
 each child's advantage, each valid program's artefact and the record candidates' exact checks; ``recorded=False``
 writes an older run without them."""
 

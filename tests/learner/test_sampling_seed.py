@@ -1,7 +1,7 @@
 """The loop's per-rank sampling seed: every sample of an epoch gets its own random stream."""
 
 from train.learner.distributed import DistInfo, shard
-from train.loop.epoch_loop import sampling_seed
+from train.loop.seeding import sampling_seed
 
 
 def _streams(world: int, prompts: int, g: int, epoch: int) -> list[int]:

@@ -11,14 +11,12 @@ timed the same way (``_timed``) into the epoch's phase times (metrics.jsonl ``*_
 from __future__ import annotations
 
 import contextlib
-import random
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import torch
 from tqdm import tqdm
 
 from population.child import Child
@@ -37,13 +35,15 @@ from train.learner.learner import Learner, Sample
 from train.learner.memory import release_free_memory
 from train.learner.models import TINY_RANDOM, cache_root, load_policy, load_tokenizer, resolve_policy_path
 from train.loop import records
+from train.loop.advantages import record_advantages
 from train.loop.checkpoint import checkpoint_logs, load_checkpoint, save_checkpoint
 from train.loop.children import BackgroundEvaluation, Job
-from train.loop.dynamic_sampling import DROPPED, refill
+from train.loop.dynamic_sampling import refill
 from train.loop.epoch_metrics import add_phase_times, epoch_metrics, operator_metrics, search_metrics
 from train.loop.evolution import Evolution
 from train.loop.no_learning import LearningWatch
 from train.loop.run_dir import RunDir, library_log, resume_command, table_columns, table_header, table_row
+from train.loop.seeding import sampling_seed, seed_everything
 from train.loop.task_tools import TaskTools, task_tools
 
 
@@ -94,39 +94,6 @@ def without_logprobs(groups: list[list[Completion]]) -> list[list[Completion]]:
     """What crosses ranks and reaches the evaluator: the completions less their logprobs, which only
     this rank's learner reads."""
     return [[Completion(c.token_ids, c.text, c.truncated) for c in group] for group in groups]
-
-
-def sampling_seed(run_seed: int, epoch: int, first_prompt: int, group_size: int) -> int:
-    """The seed of this rank's generate call. Engines seed prompt i of a call with seed + i*G and its
-    sample j with + j, so with ``first_prompt`` the epoch-wide index of the rank's first prompt, sample
-    j of epoch prompt k uses base + k*G + j: distinct for every sample of the epoch, on any number of
-    ranks. The base is hashed from (run seed, epoch), so epochs do not reuse each other's streams."""
-    base = int(np.random.SeedSequence([run_seed, epoch]).generate_state(1)[0]) % 2**30
-    return base + first_prompt * group_size
-
-
-def record_advantages(children: list[Child], advantages: dict, rewards: list[list[float]], cfg: HelixConfig) -> None:
-    """Each child's advantage as the GRPO update applied it, and what the estimator saw (its reward, its
-    token count in the update, the estimator): archived with the child for the run browser and report."""
-    G = cfg.rollout.group_size
-    for k, child in enumerate(children):
-        j, g = divmod(k, G)
-        reward = rewards[j][g]
-        if (j, g) not in advantages:  # dynamic sampling left the group out of the update
-            child.advantage = None
-            child.advantage_inputs = dict(estimator=cfg.trainer.adv_estimator, norm_by_std=cfg.trainer.norm_adv_by_std,
-                                          reward=None if reward != reward else reward, tokens=0, dropped=DROPPED)
-            continue
-        value, tokens = advantages[(j, g)]
-        child.advantage = value
-        child.advantage_inputs = dict(estimator=cfg.trainer.adv_estimator, norm_by_std=cfg.trainer.norm_adv_by_std,
-                                      reward=None if reward != reward else reward, tokens=tokens)
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % (2**32))
-    torch.manual_seed(seed)
 
 
 class HelixRun:
