@@ -81,7 +81,10 @@ def _apply_one(code: str, edit: Edit, number: int) -> str:
         return code[: hits[0]] + edit.replace + code[hits[0] + len(search) :]
     if len(hits) > 1:
         raise _ambiguous(number, len(hits), first)
-    # Forgiving pass: ignore trailing whitespace on every line. Works line-wise so indentation stays exact.
+    # Forgiving passes, line-wise: trailing whitespace ignored; then, only where that finds nothing, the SEARCH
+    # lines at another depth, all shifted by one indentation prefix (a small model copies a nested block with the
+    # outer function's indentation). Relative indentation must match exactly, so the block's structure is the
+    # program's; REPLACE moves by the same prefix.
     code_lines = code.split("\n")
     norm_code = [line.rstrip() for line in code_lines]
     norm_search = _strip_trailing(search).split("\n")
@@ -89,21 +92,14 @@ def _apply_one(code: str, edit: Edit, number: int) -> str:
         norm_search.pop()
     width = len(norm_search)
     lines_ = len(code_lines) - code.endswith("\n")  # the "" after a final line break is not a line
-    hits = [i for i in range(lines_ - width + 1) if norm_code[i : i + width] == norm_search]
-    if len(hits) == 1:
-        return _splice(code_lines, hits[0], width, edit.replace)
-    if len(hits) > 1:
-        raise _ambiguous(number, len(hits), first)
-    # Last forgiving pass: the SEARCH lines at another depth, all shifted by one indentation prefix (a small model
-    # copies a nested block with the outer function's indentation). Relative indentation must match exactly, so
-    # the block's structure is the program's; REPLACE moves by the same prefix.
-    shifted = [(i, shift) for i in range(lines_ - width + 1)
+    matches = [(i, shift) for i in range(lines_ - width + 1)
                if (shift := _uniform_shift(norm_code[i : i + width], norm_search)) is not None]
-    if len(shifted) == 1:
-        (i, (add, remove)), = shifted
-        return _splice(code_lines, i, width, _reindent(edit.replace, add, remove, number))
-    if len(shifted) > 1:
-        raise _ambiguous(number, len(shifted), first)
+    for hits in ([m for m in matches if m[1] == ("", "")], [m for m in matches if m[1] != ("", "")]):
+        if len(hits) == 1:
+            (i, (add, remove)), = hits
+            return _splice(code_lines, i, width, _reindent(edit.replace, add, remove, number))
+        if len(hits) > 1:
+            raise _ambiguous(number, len(hits), first)
     raise EditError(
         f"SEARCH/REPLACE block {number}: the SEARCH text was not found in the current program "
         f"(first line: {first!r}). SEARCH must copy existing lines exactly."
