@@ -92,6 +92,13 @@ def test_report_fractions_and_the_load_warning():
     assert "rerun on a quiet box" in text
 
 
+def test_a_phase_of_a_few_milliseconds_prints_its_figures_not_zero():
+    # tiny-random's GRPO step on a fast CPU: 4.2 ms wall, 8.1 ms CPU, 0.0316 GFLOP useful
+    peak = bench.Peak(100e9, 50e9)
+    text = bench.report([bench.Row("GRPO step", 0.0042, 0.0081, 0.0316e9, None, peak, "float32", 0.5)], {"float32": peak}, 2)
+    assert "| GRPO step | 0.0042 | 0.0081 | 0.032 | - | 7.5 | float32 | 8% | 8% | 0.50 |" in text
+
+
 @pytest.mark.slow
 def test_bench_runs_every_phase_on_tiny_random():
     cmd = [sys.executable, str(ROOT / "scripts" / "bench" / "bench_cpu_limits.py"), "--model", "tiny-random",

@@ -168,6 +168,12 @@ def gflops(rate: float) -> str:
     return f"{g:.0f}" if g >= 10 else f"{g:.2f}"
 
 
+def fixed(x: float, decimals: int) -> str:
+    """A table figure with `decimals` places, or two significant digits where those places would print 0
+    (a tiny-random phase can take 4 ms: "0.00" would read as nothing measured)."""
+    return f"{x:.{decimals}f}" if x == 0 or abs(x) >= 10 ** -decimals else f"{x:.2g}"
+
+
 def report(rows: list[Row], peaks: dict, threads: int) -> str:
     lines = [f"Peak matmul (2048^3, {threads} threads): " + ", ".join(
                  f"{k} {gflops(v.flops_per_s)} GFLOP/s ({gflops(v.flops_per_cpu_s)} per CPU second)" for k, v in peaks.items()),
@@ -176,8 +182,9 @@ def report(rows: list[Row], peaks: dict, threads: int) -> str:
     for r in rows:
         rate = r.useful / r.seconds
         cpu_share = (r.useful / r.cpu_seconds) / r.peak.flops_per_cpu_s
-        proc = f"{r.processed / 1e9:.1f}" if r.processed is not None else "-"
-        lines.append(f"| {r.phase} | {r.seconds:.2f} | {r.cpu_seconds:.2f} | {r.useful / 1e9:.1f} | {proc} | {rate / 1e9:.1f} | "
+        proc = fixed(r.processed / 1e9, 1) if r.processed is not None else "-"
+        lines.append(f"| {r.phase} | {fixed(r.seconds, 2)} | {fixed(r.cpu_seconds, 2)} | {fixed(r.useful / 1e9, 1)} | {proc} | "
+                     f"{fixed(rate / 1e9, 1)} | "
                      f"{r.dtype} | {100 * rate / r.peak.flops_per_s:.0f}% | {100 * cpu_share:.0f}% | {r.load:.2f} | {r.note} |")
     measured = [r for r in rows if r.ceiling is not None]
     if measured:
@@ -187,7 +194,8 @@ def report(rows: list[Row], peaks: dict, threads: int) -> str:
                   "kernels' share of the phase | ceiling, % of peak |", "|---|---|---|---|---|---|---|---|---|"]
         for r in measured:
             c, top = r.ceiling, r.peak.flops_per_s
-            cells = [f"{c.seconds[k]:.2f} | {c.rate(k) / 1e9:.1f} | {100 * c.rate(k) / top:.0f}%" if c.calls[k] else "- | - | -"
+            cells = [f"{fixed(c.seconds[k], 2)} | {fixed(c.rate(k) / 1e9, 1)} | {100 * c.rate(k) / top:.0f}%" if c.calls[k]
+                     else "- | - | -"
                      for k in ("matmul", "attention")]
             lines.append(f"| {r.phase} | {cells[0]} | {cells[1]} | {100 * c.total_seconds / r.seconds:.0f}% | "
                          f"{100 * r.useful / c.total_seconds / top:.0f}% |")
