@@ -78,6 +78,11 @@ class EvolutionConfig:
     # not run, reward 0 and kept out of the pool, as a no-op edit is: writing a known program
     # again earns nothing, so GRPO cannot settle on one safe edit. Counted in repeat_frac either way.
     repeats: Literal["score", "zero"] = "score"
+    # Search form: a changed program that returned the construction it was given (its search found
+    # nothing better; nogain in the console). pool: it joins the selection pool like any valid child.
+    # archive: scored the same (its input's score), archived, but kept out of the pool, so an edit that
+    # broke the parent's search cannot displace the parent whose search works. iterate's reruns always join.
+    no_gain: Literal["pool", "archive"] = "pool"
     # Novelty gate: each child is embedded before it runs, and one whose cosine similarity to its parent
     # or to a program an earlier epoch archived is >= this is not run; it is a near repeat, rewarded as
     # evolution.repeats says (score: the reward of the program it is near; zero: 0) and counted in

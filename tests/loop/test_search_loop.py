@@ -120,6 +120,30 @@ def test_children_get_their_jobs_construction_and_seeds_and_iterate_reruns_the_p
     assert reruns[2].construction != reruns[3].construction  # same program, same construction, a fresh seed each
 
 
+class _ReturnsItsInput:
+    """Every program hands back the construction it was given: its search found nothing better."""
+
+    def evaluate_many(self, codes, progress=False, constructions=None, seeds=None):
+        return [Evaluation(2.6359830849, True, "fb", {"same_construction": 1.0}, 0.1, "ok", construction=GIVEN)
+                for _ in codes]
+
+
+@pytest.mark.parametrize("no_gain", ["pool", "archive"])
+def test_a_changed_program_that_returns_its_input_joins_the_pool_only_under_no_gain_pool(tmp_path, monkeypatch,
+                                                                                         no_gain):
+    search_task.install(tmp_path, monkeypatch)
+    task = load_task(search_task.NAME)
+    parent = task.initial_program
+    jobs = [Job(0, 11, parent, [1], construction=GIVEN), Job(1, 12, parent, [], operator="iterate", construction=GIVEN)]
+    outputs = [[Completion([1], EDIT, False)], [Completion([], "", False)]]
+    edited, rerun = evaluate_children(task, _ReturnsItsInput(), jobs, outputs, epoch=3, progress=False, no_gain=no_gain)
+    for child in (edited, rerun):  # scored either way: its input's score, valid, its construction archived
+        assert child.valid and child.reward == 2.6359830849 and child.construction == GIVEN
+        assert child.metrics["same_construction"] == 1.0
+    assert edited.is_program == (no_gain == "pool")
+    assert rerun.is_program  # a rerun is its parent's program by design: it always joins
+
+
 def test_iterate_is_its_own_run_without_training_and_needs_a_search_form_task(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match=r"iterate reruns the parent's program without the policy, so it is the only "
                                           r"operator of a run"):

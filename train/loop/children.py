@@ -19,6 +19,10 @@ job carries (its first parent's, or that parent's nearest valid ancestor's) and 
 no-LLM baseline, configs/ablations/iterate.yaml) makes its children without a completion: each is its
 parent's program, unchanged, rerun on the parent's construction with a fresh seed. It deliberately
 skips the checks that keep an unchanged or repeated program from running, and the novelty gate.
+A changed program that returns the construction it was given (``metrics["same_construction"]``: its
+search found nothing better) is scored like any child; under ``evolution.no_gain: archive`` it is
+archived only, out of the selection pool, so an edit that broke the parent's search cannot displace
+the parent whose search works (``iterate``'s reruns always join: a rerun is its parent's program).
 """
 
 from __future__ import annotations
@@ -73,13 +77,14 @@ def repeat_feedback(solution_id: int) -> str:
 
 def evaluate_children(task, evaluator, jobs: list[Job], outputs: list[list[Completion]], epoch: int,
                       progress: bool, archived=None, repeats: str = "score",
-                      gate: NoveltyGate | None = None, run_seed: int = 0) -> list[Child]:
+                      gate: NoveltyGate | None = None, run_seed: int = 0, no_gain: str = "pool") -> list[Child]:
     """Apply each completion's edits to its parent and evaluate the new programs in the sandbox.
     ``outputs``: each job's completions (their logprobs are not needed). ``archived(code)``: the
     archive id of a program with this code from an earlier epoch, or None
     (train.loop.evolution.Evolution.archived); ``repeats``: what a repeat gets (evolution.repeats);
     ``gate``: the novelty gate (Evolution.novelty_gate), or None; ``run_seed``: run.seed, which a
-    search-form child's seed is drawn from."""
+    search-form child's seed is drawn from; ``no_gain``: where a changed program that returned its input
+    construction goes (evolution.no_gain)."""
     children, programs, reruns = [], [], []
     calls: dict[int, tuple[str | None, int]] = {}  # search form: id(child) -> (construction handed in, seed)
     search = getattr(task, "form", "construct") == "search"
@@ -136,6 +141,8 @@ def evaluate_children(task, evaluator, jobs: list[Job], outputs: list[list[Compl
         child.metrics = dict(result.metrics, status_ok=float(result.status == "ok"), **child.metrics)
         if result.status == "infra":  # never judged (rewards.ray_eval): archived for the record only
             child.is_program = False
+        elif no_gain == "archive" and child.metrics.get("same_construction") and child.operator != "iterate":
+            child.is_program = False  # scored (its input's score), archived, but no new state for selection
     return children
 
 
@@ -160,10 +167,11 @@ class BackgroundEvaluation:
     """One epoch's children, evaluated batch by batch in one background thread, in job order."""
 
     def __init__(self, task, evaluator, jobs: list[Job], epoch: int, archived=None, repeats: str = "score",
-                 gate: NoveltyGate | None = None, run_seed: int = 0):
-        """``archived``, ``repeats``, ``gate``, ``run_seed``: as for ``evaluate_children``."""
+                 gate: NoveltyGate | None = None, run_seed: int = 0, no_gain: str = "pool"):
+        """``archived``, ``repeats``, ``gate``, ``run_seed``, ``no_gain``: as for ``evaluate_children``."""
         self._task, self._evaluator, self._jobs, self._epoch = task, evaluator, jobs, epoch
         self._archived, self._repeats, self.gate, self._run_seed = archived, repeats, gate, run_seed
+        self._no_gain = no_gain
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="helix-evaluate")
         self._parts: list = []
         self._next = 0  # the first job not yet submitted: batches must come in order, without gaps
@@ -181,7 +189,7 @@ class BackgroundEvaluation:
         start = time.perf_counter()
         try:
             return evaluate_children(self._task, self._evaluator, jobs, outputs, self._epoch, progress,
-                                     self._archived, self._repeats, self.gate, self._run_seed)
+                                     self._archived, self._repeats, self.gate, self._run_seed, self._no_gain)
         finally:
             self.busy_s += time.perf_counter() - start  # one worker thread: no race
 

@@ -319,7 +319,7 @@ class HelixRun:
             self.main.evaluator.exact_from = records.check_from(self.task, best.reward if best else None, self.stop_target)
             epoch.evaluation = BackgroundEvaluation(self.task, self.main.evaluator, epoch.round, epoch.number,
                                                     evo.archived, cfg.evolution.repeats, evo.novelty_gate(epoch.round),
-                                                    cfg.run.seed)
+                                                    cfg.run.seed, cfg.evolution.no_gain)
             if cfg.rollout.batch_size:
                 on_batch = lambda first, groups: epoch.evaluation.submit(first, without_logprobs(groups))  # noqa: E731
         on_module = self.learner is not None and self.on_module
