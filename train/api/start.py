@@ -65,11 +65,15 @@ def resolve_resume(target: str) -> tuple[Path, Path]:
 
 def check(start: Start) -> None:
     """The checks that take seconds, before torch, a model or a run directory: a wrong task.ray_address is
-    RayUnreachable, a broken task folder TaskCheckError (each one line)."""
+    RayUnreachable, a broken task folder TaskCheckError, a run directory a live run holds RunDirInUse (each
+    one line)."""
     from rewards.ray_eval import check_reachable
     from train.commands.task_check import check_task
+    from train.loop.run_lock import refuse_if_held
 
     cfg = start.cfg
+    if cfg.run.name:  # before its library.log or wandb files are touched; the run's own hold is in RunDir
+        refuse_if_held(Path(cfg.run.output_dir) / cfg.run.name)
     if cfg.task.eval_backend == "ray":
         check_reachable(cfg.task.ray_address)
     checked = check_task(cfg.task.name, cfg.task.timeout_s, cfg.task.memory_mb)

@@ -36,6 +36,7 @@ from pathlib import Path
 import yaml
 
 from train.config.variants import CONFIGS, ROOT, available_variants, variant_settings
+from train.loop import run_lock
 from train.runs.ablation import RunResult, markdown, run_result, summarize
 
 CPU_BASE = CONFIGS / "base" / "cpu.yaml"  # what --task T runs T on (task.name=T)
@@ -128,6 +129,7 @@ def run_one(config: Path, variant: str, seed: int, out: Path, budget: list[str],
     cmd = [sys.executable, str(ROOT / "train" / "helix.py"), "--config", str(config), f"run.seed={seed}",
            f"run.output_dir={out}", f"run.name={run_dir.name}", "run.export=false", "run.checkpoint_every=0",
            "run.progress=false", *budget, *overrides, *variant_overrides(variant)]
+    run_lock.refuse_if_held(run_dir)  # a run still going there (an ablation started twice): never delete it
     if (run_dir / DONE).is_file():  # finished earlier with the same settings: an interrupted ablation continues
         done = json.loads((run_dir / DONE).read_text())
         if settings(done.get("command", [])) == settings(cmd[1:]):
@@ -229,8 +231,12 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or ROOT / "runs" / f"ablate-{label}"
     out.mkdir(parents=True, exist_ok=True)
 
-    results = [run_one(config, v, s, out, budget_args, args.overrides, args.quiet)
-               for v in variants for s in args.seeds]
+    try:
+        results = [run_one(config, v, s, out, budget_args, args.overrides, args.quiet)
+                   for v in variants for s in args.seeds]
+    except run_lock.RunDirInUse as err:  # the runs before it are kept: rerun this command once that run ends
+        print(f"ablate.py: error: {err}", file=sys.stderr)
+        return 2
     rows = summarize(results)
     table = markdown(rows, title)
     command = "python scripts/ablate.py " + " ".join(sys.argv[1:] if argv is None else argv)

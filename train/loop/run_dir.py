@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from train.config.config import HelixConfig, dump_config, to_dict
+from train.loop import run_lock
 
 # Columns of the console table, in order: (metric key, header, format).
 TABLE = [
@@ -96,6 +97,7 @@ class RunDir:
         name = cfg.run.name or f"{config_stem}-{time.strftime('%Y%m%d-%H%M%S')}"  # HelixRun names it first
         self.path = Path(cfg.run.output_dir) / name
         self.path.mkdir(parents=True, exist_ok=True)
+        run_lock.hold(self.path)  # before any file changes: a live run here refuses this one (RunDirInUse)
         if resume_epoch is not None:
             for log in ("metrics.jsonl", "samples.jsonl"):
                 _truncate_jsonl(self.path / log, resume_epoch)
@@ -157,6 +159,7 @@ class RunDir:
         if self._wandb is not None:
             self._wandb.finish(exit_code=exit_code)
             self._wandb = None
+        run_lock.release(self.path)
 
 
 def library_log(cfg: HelixConfig, rank: int = 0) -> Path | None:
