@@ -16,8 +16,9 @@ LLM's edits add is the distance between it and the others. Per task, one row per
 * valid: the valid fraction of the children; children a minute; peak memory (the largest resident set among
   the run's processes, from wait4); wall time of the whole run (start-up included).
 
-Finished runs are not rerun (ablate.py's cache), so an interrupted campaign continues. The tables go to
-OUT/discovery.md and OUT/discovery.json.
+Finished runs are not rerun (ablate.py's cache), so an interrupted campaign continues; a run still going in
+OUT (another campaign's) is refused, not restarted. `--report` starts nothing: the tables of the runs that
+finished, with the others named. The tables go to OUT/discovery.md and OUT/discovery.json.
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ablate.ROOT / "runs" / "bench_discovery")
     parser.add_argument("--set", nargs="+", default=[], dest="overrides", metavar="KEY=VALUE",
                         help="extra overrides for every run")
+    parser.add_argument("--report", action="store_true", help="start no run: the tables of the finished ones")
     args = parser.parse_args(argv)
     sections, data = [], {}
     for task in args.tasks:
@@ -118,8 +120,14 @@ def main(argv: list[str] | None = None) -> int:
         ablate_args = ["--config", str(CONFIG), "--variants", *args.variants, "--seeds", *map(str, args.seeds),
                        "--wall-s", str(args.wall_s), "--out", str(out), "--quiet",
                        "--set", f"task.name={task}", *args.overrides]
-        ablate.main(ablate_args)
-        rows = {v: [run_row(out / f"{v}-s{s}", targets) for s in args.seeds] for v in args.variants}
+        if not args.report and (code := ablate.main(ablate_args)) != 0:
+            return code
+        finished = {v: [out / f"{v}-s{s}" for s in args.seeds if (out / f"{v}-s{s}" / ablate.DONE).is_file()]
+                    for v in args.variants}
+        missing = [f"{v}-s{s}" for v in args.variants for s in args.seeds if out / f"{v}-s{s}" not in finished[v]]
+        if missing:
+            print(f"[bench_discovery] {task}: not finished, left out: {', '.join(missing)}", file=sys.stderr)
+        rows = {v: [run_row(d, targets) for d in dirs] for v, dirs in finished.items() if dirs}
         data[task] = rows
         sections.append(table(task, rows, targets, args.wall_s)
                         + f"\nReproduce: `python scripts/ablate.py {' '.join(ablate_args)}`\n")

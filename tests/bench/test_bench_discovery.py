@@ -34,3 +34,23 @@ def test_time_to_a_target_is_the_end_of_the_first_epoch_that_reached_it():
     assert bench.time_to(times, bests, 2.6) == 80.0
     assert bench.time_to(times, bests, 2.0) == 0.0  # the starter already has it
     assert bench.time_to(times, bests, 2.63) is None
+
+
+def test_report_starts_no_run_and_names_the_unfinished_ones(tmp_path, monkeypatch, capsys):
+    def no_runs(argv):
+        raise AssertionError("--report started a run")
+
+    monkeypatch.setattr(bench.ablate, "main", no_runs)
+    (tmp_path / "circle_packing_26_search" / "entropic-s1").mkdir(parents=True)  # a run still going: no result yet
+    assert bench.main(["--tasks", "circle_packing_26_search", "--variants", "entropic", "--seeds", "1",
+                       "--out", str(tmp_path), "--report"]) == 0
+    captured = capsys.readouterr()
+    assert "not finished, left out: entropic-s1" in captured.err
+    assert "| entropic |" not in captured.out and (tmp_path / "discovery.md").is_file()
+
+
+def test_a_refused_ablation_ends_the_campaign_with_its_code(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench.ablate, "main", lambda argv: 2)  # ablate.py: error: ... is in use by a run ...
+    assert bench.main(["--tasks", "circle_packing_26_search", "--variants", "entropic", "--seeds", "1",
+                       "--out", str(tmp_path)]) == 2
+    assert not (tmp_path / "discovery.md").exists()
