@@ -24,7 +24,7 @@ from rollout.engine_api import Completion
 from tasks import load_task
 from tests.helpers.evolution import STARTER, make
 from train.config.config import ConfigError, load_config
-from train.loop.children import Job, evaluate_children, repeat_feedback
+from train.loop.children import ChildRules, Job, evaluate_children, repeat_feedback
 from train.loop.epoch_metrics import epoch_metrics
 from train.loop.novelty import NoveltyGate
 from train.loop.run_dir import TABLE, table_columns, table_header, table_row
@@ -131,8 +131,8 @@ def _job(evo, **kw) -> Job:
 def _run(evo, evaluator, texts, repeats="score", job=None):
     job = job or _job(evo)
     outputs = [[Completion([1], t, False) for t in texts]]
-    return evaluate_children(evo.task, evaluator, [job], outputs, epoch=2, progress=False, archived=evo.archived,
-                             repeats=repeats, gate=evo.novelty_gate([job]))
+    return evaluate_children(evo.task, evaluator, [job], outputs, epoch=2, progress=False,
+                             rules=ChildRules(evo.archived, repeats, evo.novelty_gate([job])))
 
 
 # ---- the arithmetic -------------------------------------------------------------------------
@@ -250,8 +250,8 @@ def test_each_program_goes_through_the_embedder_once(tmp_path, planted):
     job = _job(evo)
     outputs = [[Completion([1], answer(n), False) for n in ("grid", "corner", "grid", "digit")]]
     gate = evo.novelty_gate([job])
-    children = evaluate_children(evo.task, evaluator, [job], outputs, epoch=2, progress=False, archived=evo.archived,
-                                 gate=gate)
+    children = evaluate_children(evo.task, evaluator, [job], outputs, epoch=2, progress=False,
+                                 rules=ChildRules(evo.archived, gate=gate))
     programs = [edited(starter, n) for n in ("grid", "corner", "digit")]
     assert canonical(planted.texts) == canonical(programs) and gate.embedded == 3  # the grid siblings: one text
     assert evaluator.ran == canonical([programs[0], programs[1], programs[0], programs[2]])

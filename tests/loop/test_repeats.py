@@ -11,7 +11,7 @@ from rollout.engine_api import Completion
 from tasks import load_task
 from tests.helpers.evolution import make
 from train.config.config import ConfigError, load_config
-from train.loop.children import Job, evaluate_children, repeat_feedback
+from train.loop.children import ChildRules, Job, evaluate_children, repeat_feedback
 
 BIGGER = ("<answer>\n<<<<<<< SEARCH\n    centers[0] = [0.5, 0.5]\n=======\n    centers[0] = [0.5, 0.51]\n"
           ">>>>>>> REPLACE\n</answer>")
@@ -86,7 +86,7 @@ def test_a_repeat_is_counted_and_under_zero_neither_run_nor_rewarded(repeats):
     known[canonicalize(bigger)] = 17
     outputs = [[Completion([1], BIGGER, False), Completion([1], new, False)]]
     first, second = evaluate_children(task, evaluator, [_job(parent)], outputs, epoch=4, progress=False,
-                                      archived=archived, repeats=repeats)
+                                      rules=ChildRules(archived, repeats))
     assert second.is_program and second.metrics.get("repeat") is None and second.reward == 1.8412
     assert first.code == bigger and first.metrics.get("repeat") == 1.0
     if repeats == "zero":

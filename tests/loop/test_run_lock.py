@@ -99,3 +99,23 @@ def test_a_file_system_without_flock_runs_unguarded_with_one_line(tmp_path, monk
     assert "cannot be locked (No locks available)" in capsys.readouterr().out
     assert run_lock.holder(tmp_path) is None
     run_lock.release(tmp_path)  # nothing held: a no-op
+
+
+LOCK_ONLY = ("import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
+             "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(120)")
+
+
+def test_a_holder_that_has_not_written_its_pid_yet_is_named_as_another_process(tmp_path):
+    """The window between flock and the pid write: still refused, with no empty 'pid ' in the line."""
+    run_dir = tmp_path / "helix-s2"
+    run_dir.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", LOCK_ONLY, str(run_dir / run_lock.LOCK_NAME)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        assert run_lock.holder(run_dir) == ""
+        with pytest.raises(run_lock.RunDirInUse, match=r"still going \(another process\)"):
+            run_lock.refuse_if_held(run_dir)
+    finally:
+        proc.kill()
+        proc.wait()

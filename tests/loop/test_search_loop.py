@@ -16,7 +16,7 @@ from rollout.engine_api import Completion
 from tasks import load_task
 from tests.helpers import search_task
 from train.config.config import ConfigError, check_form, load_config
-from train.loop.children import Job, child_seed, evaluate_children
+from train.loop.children import ChildRules, Job, child_seed, evaluate_children
 
 GIVEN = '{"x":[0.3,0.5,0.5,0.5,0.5,0.5,0.5,0.5]}'
 
@@ -103,7 +103,7 @@ def test_children_get_their_jobs_construction_and_seeds_and_iterate_reruns_the_p
             Job(2, 13, parent, [], operator="iterate", construction=GIVEN)]
     outputs = [[Completion([1], EDIT, False), Completion([1], NO_OP, False)], [Completion([], "", False)] * 2,
                [Completion([], "", False)] * 2]
-    children = evaluate_children(task, evaluator, jobs, outputs, epoch=3, progress=False, run_seed=5)
+    children = evaluate_children(task, evaluator, jobs, outputs, epoch=3, progress=False, rules=ChildRules(run_seed=5))
     edited, unchanged, *reruns = children
     assert unchanged.metrics == {"unchanged": 1.0} and not unchanged.is_program  # an LLM's no-op is never run
     assert [c.code for c in reruns] == [parent] * 4 and all(c.is_program and c.operator == "iterate" for c in reruns)
@@ -136,7 +136,8 @@ def test_a_changed_program_that_returns_its_input_joins_the_pool_only_under_no_g
     parent = task.initial_program
     jobs = [Job(0, 11, parent, [1], construction=GIVEN), Job(1, 12, parent, [], operator="iterate", construction=GIVEN)]
     outputs = [[Completion([1], EDIT, False)], [Completion([], "", False)]]
-    edited, rerun = evaluate_children(task, _ReturnsItsInput(), jobs, outputs, epoch=3, progress=False, no_gain=no_gain)
+    edited, rerun = evaluate_children(task, _ReturnsItsInput(), jobs, outputs, epoch=3, progress=False,
+                                      rules=ChildRules(no_gain=no_gain))
     for child in (edited, rerun):  # scored either way: its input's score, valid, its construction archived
         assert child.valid and child.reward == 2.6359830849 and child.construction == GIVEN
         assert child.metrics["same_construction"] == 1.0

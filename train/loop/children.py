@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -64,6 +65,18 @@ class Job:
     construction: str | None = None  # search form: what its children are handed (JSON text); None: start from nothing
 
 
+@dataclass(frozen=True)
+class ChildRules:
+    """The run's settings that decide what becomes of a child besides its own code, in one value, so the
+    background evaluator hands them on whole. The defaults are a run with no archive behind it."""
+
+    archived: Callable[[str], int | None] | None = None  # archive id of an earlier program with this code
+    repeats: str = "score"  # evolution.repeats: what a repeat gets ("score" or "zero")
+    gate: NoveltyGate | None = None  # the novelty gate (Evolution.novelty_gate), or None
+    run_seed: int = 0  # run.seed: a search-form child's seed is drawn from it (child_seed)
+    no_gain: str = "pool"  # evolution.no_gain: where a changed program that returned its input goes
+
+
 def child_seed(run_seed: int, epoch: int, prompt: int, sample: int) -> int:
     """The seed a search-form program is called with: fresh for every child, and the same for the same child
     of a resumed run (the seed evaluation is epoch 0, prompt 0, sample 0)."""
@@ -76,15 +89,10 @@ def repeat_feedback(solution_id: int) -> str:
 
 
 def evaluate_children(task, evaluator, jobs: list[Job], outputs: list[list[Completion]], epoch: int,
-                      progress: bool, archived=None, repeats: str = "score",
-                      gate: NoveltyGate | None = None, run_seed: int = 0, no_gain: str = "pool") -> list[Child]:
+                      progress: bool, rules: ChildRules = ChildRules()) -> list[Child]:
     """Apply each completion's edits to its parent and evaluate the new programs in the sandbox.
-    ``outputs``: each job's completions (their logprobs are not needed). ``archived(code)``: the
-    archive id of a program with this code from an earlier epoch, or None
-    (train.loop.evolution.Evolution.archived); ``repeats``: what a repeat gets (evolution.repeats);
-    ``gate``: the novelty gate (Evolution.novelty_gate), or None; ``run_seed``: run.seed, which a
-    search-form child's seed is drawn from; ``no_gain``: where a changed program that returned its input
-    construction goes (evolution.no_gain)."""
+    ``outputs``: each job's completions (their logprobs are not needed)."""
+    archived, repeats, gate = rules.archived, rules.repeats, rules.gate
     children, programs, reruns = [], [], []
     calls: dict[int, tuple[str | None, int]] = {}  # search form: id(child) -> (construction handed in, seed)
     search = getattr(task, "form", "construct") == "search"
@@ -100,7 +108,7 @@ def evaluate_children(task, evaluator, jobs: list[Job], outputs: list[list[Compl
                           second_parent_id=job.mate_id)
             children.append(child)
             if search:
-                calls[id(child)] = (job.construction, child_seed(run_seed, epoch, job.index, g))
+                calls[id(child)] = (job.construction, child_seed(rules.run_seed, epoch, job.index, g))
             if job.operator == "iterate":  # the parent's program again, on purpose: no edit, no repeat check
                 child.is_program = True
                 reruns.append(child)
@@ -141,7 +149,7 @@ def evaluate_children(task, evaluator, jobs: list[Job], outputs: list[list[Compl
         child.metrics = dict(result.metrics, status_ok=float(result.status == "ok"), **child.metrics)
         if result.status == "infra":  # never judged (rewards.ray_eval): archived for the record only
             child.is_program = False
-        elif no_gain == "archive" and child.metrics.get("same_construction") and child.operator != "iterate":
+        elif rules.no_gain == "archive" and child.metrics.get("same_construction") and child.operator != "iterate":
             child.is_program = False  # scored (its input's score), archived, but no new state for selection
     return children
 
@@ -166,12 +174,8 @@ def _gate(gate: NoveltyGate, programs: list[Child], repeats: str) -> list[Child]
 class BackgroundEvaluation:
     """One epoch's children, evaluated batch by batch in one background thread, in job order."""
 
-    def __init__(self, task, evaluator, jobs: list[Job], epoch: int, archived=None, repeats: str = "score",
-                 gate: NoveltyGate | None = None, run_seed: int = 0, no_gain: str = "pool"):
-        """``archived``, ``repeats``, ``gate``, ``run_seed``, ``no_gain``: as for ``evaluate_children``."""
-        self._task, self._evaluator, self._jobs, self._epoch = task, evaluator, jobs, epoch
-        self._archived, self._repeats, self.gate, self._run_seed = archived, repeats, gate, run_seed
-        self._no_gain = no_gain
+    def __init__(self, task, evaluator, jobs: list[Job], epoch: int, rules: ChildRules = ChildRules()):
+        self._task, self._evaluator, self._jobs, self._epoch, self.rules = task, evaluator, jobs, epoch, rules
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="helix-evaluate")
         self._parts: list = []
         self._next = 0  # the first job not yet submitted: batches must come in order, without gaps
@@ -188,8 +192,7 @@ class BackgroundEvaluation:
     def _evaluate(self, jobs: list[Job], outputs: list[list[Completion]], progress: bool):
         start = time.perf_counter()
         try:
-            return evaluate_children(self._task, self._evaluator, jobs, outputs, self._epoch, progress,
-                                     self._archived, self._repeats, self.gate, self._run_seed, self._no_gain)
+            return evaluate_children(self._task, self._evaluator, jobs, outputs, self._epoch, progress, self.rules)
         finally:
             self.busy_s += time.perf_counter() - start  # one worker thread: no race
 

@@ -37,7 +37,7 @@ from train.learner.models import TINY_RANDOM, cache_root, load_policy, load_toke
 from train.loop import records
 from train.loop.advantages import record_advantages
 from train.loop.checkpoint import checkpoint_logs, load_checkpoint, save_checkpoint
-from train.loop.children import BackgroundEvaluation, Job
+from train.loop.children import BackgroundEvaluation, ChildRules, Job
 from train.loop.dynamic_sampling import refill
 from train.loop.epoch_metrics import add_phase_times, epoch_metrics, operator_metrics, search_metrics
 from train.loop.evolution import Evolution
@@ -317,9 +317,9 @@ class HelixRun:
             evo = self.main.evo
             best = evo.archive.best()  # this epoch's record candidates, re-checked exactly by the evaluator
             self.main.evaluator.exact_from = records.check_from(self.task, best.reward if best else None, self.stop_target)
-            epoch.evaluation = BackgroundEvaluation(self.task, self.main.evaluator, epoch.round, epoch.number,
-                                                    evo.archived, cfg.evolution.repeats, evo.novelty_gate(epoch.round),
-                                                    cfg.run.seed, cfg.evolution.no_gain)
+            rules = ChildRules(evo.archived, cfg.evolution.repeats, evo.novelty_gate(epoch.round), cfg.run.seed,
+                               cfg.evolution.no_gain)
+            epoch.evaluation = BackgroundEvaluation(self.task, self.main.evaluator, epoch.round, epoch.number, rules)
             if cfg.rollout.batch_size:
                 on_batch = lambda first, groups: epoch.evaluation.submit(first, without_logprobs(groups))  # noqa: E731
         on_module = self.learner is not None and self.on_module
@@ -353,7 +353,7 @@ class HelixRun:
                 rewards = [[c.reward if c.scored else float("nan") for c in children[j * G:(j + 1) * G]]
                            for j in range(len(epoch.round))]
             epoch.times["eval_busy_s"] = epoch.times.get("eval_busy_s", 0.0) + epoch.evaluation.busy_s
-            gate = epoch.evaluation.gate
+            gate = epoch.evaluation.rules.gate
             epoch.gate_embedded += gate.embedded if gate else 0
         epoch.rewards += broadcast(rewards, self.info)
 

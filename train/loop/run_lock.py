@@ -64,7 +64,8 @@ def release(run_dir: Path) -> None:
 
 
 def holder(run_dir: Path) -> str | None:
-    """The pid (as its lock file says) of another live process holding ``run_dir``; None when none does."""
+    """The pid (as its lock file says; "" before it has written it) of another live process holding ``run_dir``;
+    None when none does."""
     key = Path(run_dir).resolve()
     path = key / LOCK_NAME
     if key in _held or not path.is_file():
@@ -73,7 +74,7 @@ def holder(run_dir: Path) -> str | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        return _owner(fd) or "?"
+        return _owner(fd)
     except OSError:  # no flock on this file system: nobody can be seen holding it
         return None
     finally:
@@ -85,4 +86,4 @@ def refuse_if_held(run_dir: Path) -> None:
     """RunDirInUse when another live process holds ``run_dir``: call before deleting or rewriting it."""
     pid = holder(run_dir)
     if pid is not None:
-        raise RunDirInUse(_message(Path(run_dir), "" if pid == "?" else pid))
+        raise RunDirInUse(_message(Path(run_dir), pid))
