@@ -2,6 +2,13 @@ import os
 
 import pytest
 
+# Under pytest-xdist (scripts/test.sh: 2 workers) each worker gets its share of the cores for torch's OpenMP pool,
+# and the runs it starts inherit that: two workers that each spin two OpenMP threads on 2 cores wait on each
+# other's spinning. Set before anything imports torch; a value the shell exports wins.
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    os.environ.setdefault("OMP_NUM_THREADS",
+                          str(max(1, len(os.sched_getaffinity(0)) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # Ray's single-node mode: the loopback clusters of tests/rewards/test_ray_eval.py keep every address on
 # 127.0.0.1. Ray reads it when first imported (verl imports it), so it is set before anything.
